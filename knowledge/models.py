@@ -1,0 +1,125 @@
+"""Documents and their immutable versions."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+from workspaces.models import Namespace, Visibility
+
+
+class DocumentKind(models.TextChoices):
+    DOC = "doc", "Document"
+    MEMORY = "memory", "Memory"
+    SKILL = "skill", "Skill"
+    PROMPT = "prompt", "Prompt"
+    GUIDE = "guide", "Guide"
+    DECISION = "decision", "Decision"
+    BUNDLE = "bundle", "Bundle"
+    EXTERNAL = "external", "External"
+
+
+class DocumentStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    PUBLISHED = "published", "Published"
+
+
+class EditPolicy(models.TextChoices):
+    OWNER = "owner", "Owner"
+    PUBLIC = "public", "Public"
+    ADMINS = "admins", "Admins"
+
+
+class Document(models.Model):
+    """A markdown document at a path in a namespace; its content lives in versions."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    namespace = models.ForeignKey(Namespace, on_delete=models.PROTECT, related_name="documents")
+    path = models.CharField(max_length=1024)
+    title = models.CharField(max_length=500)
+    icon = models.CharField(max_length=200, blank=True)
+    kind = models.CharField(max_length=10, choices=DocumentKind.choices, default=DocumentKind.DOC)
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
+    status = models.CharField(max_length=10, choices=DocumentStatus.choices, default=DocumentStatus.PUBLISHED)
+    edit_policy = models.CharField(max_length=10, choices=EditPolicy.choices, default=EditPolicy.OWNER)
+    metadata = models.JSONField(default=dict, blank=True)
+    current_version = models.ForeignKey(
+        "DocumentVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField()
+    archived = models.BooleanField(default=False)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archived_with_namespace = models.BooleanField(
+        default=False, help_text="Archived because its namespace was; restored with it."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "path"],
+                condition=models.Q(archived=False),
+                name="document_unique_active_path",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["namespace", "archived", "-updated_at"], name="document_ns_updated"),
+            models.Index(fields=["namespace", "path"], name="document_ns_path"),
+            models.Index(fields=["archived", "-updated_at"], name="document_updated"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace_id}:{self.path}"
+
+    @property
+    def reference_uri(self) -> str:
+        return f"agor://kb/document/{self.id}"
+
+
+class VersionQuerySet(models.QuerySet):
+    def update(self, **kwargs: Any) -> int:
+        raise ImmutableVersionError("Document versions are immutable.")
+
+
+class ImmutableVersionError(Exception):
+    pass
+
+
+class DocumentVersion(models.Model):
+    """One immutable snapshot of a document's content; only `document_revise` adds them."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    content = models.TextField(blank=True)
+    sha256 = models.CharField(max_length=64)
+    md5 = models.CharField(max_length=32)
+    byte_length = models.PositiveBigIntegerField()
+    char_length = models.PositiveBigIntegerField()
+    frontmatter = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    change_summary = models.CharField(max_length=1000, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VersionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["document", "number"], name="version_unique_number")]
+        ordering = ["-number"]
+
+    def __str__(self) -> str:
+        return f"{self.document_id} v{self.number}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ImmutableVersionError("Document versions are immutable.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ImmutableVersionError("Document versions are immutable.")

@@ -1,0 +1,185 @@
+"""Reads. Every queryset is already restricted to what the actor may see, inside the SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.db.models import Q, QuerySet
+
+from config.exceptions import Invalid, NotFound
+from knowledge.models import Document, DocumentStatus, DocumentVersion
+from knowledge.paths import normalise_folder, normalise_path
+from workspaces import access
+from workspaces.access import Actor
+from workspaces.models import Namespace, Permission
+
+ARCHIVE_FILTERS = ("active", "archived", "all")
+DOCUMENT_ORDERINGS = {
+    "updated_at": ("updated_at", "id"),
+    "-updated_at": ("-updated_at", "id"),
+    "created_at": ("created_at", "id"),
+    "-created_at": ("-created_at", "id"),
+    "path": ("path", "id"),
+    "-path": ("-path", "id"),
+    "title": ("title", "id"),
+    "-title": ("-title", "id"),
+}
+
+
+@dataclass(frozen=True)
+class DocumentFilters:
+    namespace: str | None = None
+    path: str | None = None
+    path_prefix: str | None = None
+    kind: str | None = None
+    visibility: str | None = None
+    status: str | None = None
+    include_my_drafts: bool = True
+    include_other_user_drafts: bool = False
+    archive_filter: str = "active"
+    order: str = "-updated_at"
+
+
+# --- namespaces ----------------------------------------------------------------------------
+
+
+def namespace_list(
+    *, actor: Actor, archive_filter: str = "active", kind: str | None = None
+) -> list[tuple[Namespace, str]]:
+    """Namespaces the actor can access, each with the actor's effective permission."""
+    permissions = access.namespace_permissions(actor)
+    result: list[tuple[Namespace, str]] = []
+    queryset = Namespace.objects.filter(workspace=actor.workspace).select_related("owner").order_by("slug")
+    if kind:
+        queryset = queryset.filter(kind=kind)
+    if archive_filter == "active":
+        queryset = queryset.filter(archived=False, id__in=[k for k, v in permissions.items() if v != Permission.NONE])
+    elif archive_filter == "archived":
+        queryset = queryset.filter(archived=True)
+    for namespace in queryset:
+        if namespace.archived:
+            # Archived namespaces are listed only for those who could restore them.
+            permission = access.permission_on(actor, namespace, ignore_archive=True)
+            if permission != Permission.OWN:
+                continue
+        else:
+            permission = permissions.get(namespace.pk, Permission.NONE.value)
+            if permission == Permission.NONE:
+                continue
+        result.append((namespace, permission))
+    return result
+
+
+def namespace_get(
+    *, actor: Actor, slug: str, minimum: str = Permission.READ, allow_archived: bool = False
+) -> tuple[Namespace, str]:
+    """One namespace by slug; invisible ones answer NotFound, like missing ones."""
+    namespace = Namespace.objects.filter(workspace=actor.workspace, slug=slug).select_related("owner").first()
+    if namespace is not None and namespace.archived and not allow_archived:
+        namespace = None
+    ignore_archive = allow_archived and namespace is not None and namespace.archived
+    if ignore_archive and access.permission_on(actor, namespace, ignore_archive=True) != Permission.OWN:
+        raise NotFound("Namespace not found.")
+    permission = access.require_namespace(actor, namespace, minimum, ignore_archive=ignore_archive)
+    return namespace, permission
+
+
+# --- documents -----------------------------------------------------------------------------
+
+
+def _document_base(actor: Actor) -> QuerySet[Document]:
+    return (
+        Document.objects.filter(namespace__workspace=actor.workspace)
+        .filter(access.document_read_filter(actor))
+        .select_related("namespace", "current_version", "created_by", "updated_by")
+    )
+
+
+def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bool = False) -> QuerySet[Document]:
+    """Readable documents matching the filters, ordered; drafts of others hidden unless asked."""
+    if filters.archive_filter not in ARCHIVE_FILTERS:
+        raise Invalid("archive_filter must be active, archived or all.", code="invalid", field="archive_filter")
+    queryset = _document_base(actor)
+    if not include_content:
+        queryset = queryset.defer("current_version__content")
+    if filters.namespace:
+        namespace, _ = namespace_get(actor=actor, slug=filters.namespace)
+        queryset = queryset.filter(namespace=namespace)
+    if filters.path:
+        queryset = queryset.filter(path=normalise_path(filters.path))
+    if filters.path_prefix:
+        folder = normalise_folder(filters.path_prefix)
+        if folder:
+            queryset = queryset.filter(path__startswith=folder + "/")
+    for field in ("kind", "visibility", "status"):
+        value = getattr(filters, field)
+        if value:
+            queryset = queryset.filter(**{field: value})
+    if filters.archive_filter == "active":
+        queryset = queryset.filter(archived=False)
+    elif filters.archive_filter == "archived":
+        queryset = queryset.filter(archived=True)
+    if not filters.include_other_user_drafts:
+        queryset = queryset.exclude(Q(status=DocumentStatus.DRAFT) & ~Q(created_by_id=actor.user_id))
+    if not filters.include_my_drafts:
+        queryset = queryset.exclude(status=DocumentStatus.DRAFT, created_by_id=actor.user_id)
+    ordering = DOCUMENT_ORDERINGS.get(filters.order)
+    if ordering is None:
+        raise Invalid(f"order must be one of {', '.join(DOCUMENT_ORDERINGS)}.", code="invalid", field="order")
+    return queryset.order_by(*ordering)
+
+
+def _parse_uuid(value: UUID | str) -> UUID:
+    try:
+        return value if isinstance(value, UUID) else UUID(str(value))
+    except ValueError as exc:
+        raise NotFound("Document not found.") from exc
+
+
+def document_get(*, actor: Actor, document_id: UUID | str) -> Document:
+    """A document by id, archived or not (authorized direct links keep working)."""
+    document = _document_base(actor).filter(pk=_parse_uuid(document_id)).first()
+    if document is None:
+        raise NotFound("Document not found.")
+    return document
+
+
+def document_get_by_path(*, actor: Actor, namespace: str, path: str, archive_filter: str = "active") -> Document:
+    """The active document at a path; with archive_filter archived/all, archived ones too."""
+    ns, _ = namespace_get(actor=actor, slug=namespace)
+    queryset = _document_base(actor).filter(namespace=ns, path=normalise_path(path))
+    if archive_filter == "active":
+        queryset = queryset.filter(archived=False)
+    elif archive_filter == "archived":
+        queryset = queryset.filter(archived=True)
+    document = queryset.order_by("archived", "-archived_at").first()
+    if document is None:
+        raise NotFound("Document not found.")
+    return document
+
+
+def version_list(*, actor: Actor, document: Document, include_content: bool = False) -> QuerySet[DocumentVersion]:
+    """Versions newest first; history stays readable for archived documents."""
+    access.require_document_read(actor, document)
+    queryset = DocumentVersion.objects.filter(document=document).select_related("author").order_by("-number")
+    if not include_content:
+        queryset = queryset.defer("content")
+    return queryset
+
+
+def version_get(*, actor: Actor, document: Document, version: int | str) -> DocumentVersion:
+    """A version by number, or by id when the value is not a number."""
+    access.require_document_read(actor, document)
+    queryset = DocumentVersion.objects.filter(document=document).select_related("author")
+    text = str(version)
+    if text.isdigit():
+        found = queryset.filter(number=int(text)).first()
+    else:
+        try:
+            found = queryset.filter(pk=UUID(text)).first()
+        except ValueError:
+            found = None
+    if found is None:
+        raise NotFound("Version not found.")
+    return found

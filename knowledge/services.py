@@ -1,0 +1,495 @@
+"""Writes for documents, versions and namespace archive state.
+
+Every content write runs in one transaction: lock the document row, check the caller's
+expected version, insert version N+1 and move the current pointer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from config.exceptions import DomainError, Invalid, NotFound
+from knowledge.content import content_facts
+from knowledge.exceptions import ArchiveStateConflict, DocumentArchived, PathTaken, VersionConflict
+from knowledge.models import Document, DocumentStatus, DocumentVersion, EditPolicy
+from knowledge.paths import clean_icon, first_line_is_heading, normalise_path, title_from_content, title_from_path
+from workspaces import access
+from workspaces.access import Actor
+from workspaces.models import Namespace, Permission
+
+GOVERNANCE_FIELDS = ("visibility", "status", "edit_policy")
+METADATA_FIELDS = ("title", "icon", "kind", "metadata", "path")
+
+# Callbacks run after a content write commits (graph upkeep, chunking). Failures are logged
+# by the callbacks themselves and never undo the save.
+after_content_write: list[Callable[[UUID, UUID], None]] = []
+
+
+@dataclass
+class WriteResult:
+    document: Document
+    created: bool = False
+    changed: bool = True
+
+
+def _on_commit_content(document: Document) -> None:
+    document_id, version_id = document.id, document.current_version_id
+    for callback in after_content_write:
+        transaction.on_commit(lambda cb=callback: cb(document_id, version_id))
+
+
+def _version_token(document: Document) -> dict[str, Any]:
+    version = document.current_version
+    return {"id": str(version.id), "number": version.number, "sha256": version.sha256} if version else {}
+
+
+def _check_expected_version(document: Document, expected: int | str | None) -> None:
+    """`expected_version` may be the current version number or the current version id."""
+    if expected is None or expected == "":
+        return
+    current = document.current_version
+    matches = str(expected) == str(current.number) or str(expected).lower() == str(current.id)
+    if not matches:
+        raise VersionConflict(
+            f"The document is at version {current.number}, not {expected}. "
+            f"Read the current version and retry with expected_version={current.number}.",
+            current_version=_version_token(document),
+        )
+
+
+def _lock_document(document_id: UUID | str) -> Document:
+    document = (
+        Document.objects.select_for_update(of=("self",))
+        .select_related("namespace", "current_version")
+        .filter(pk=document_id)
+        .first()
+    )
+    if document is None:
+        raise NotFound("Document not found.")
+    return document
+
+
+def _derive_title(*, content: str, path: str, title: str | None, first_line_is_title: bool | None) -> tuple[str, bool]:
+    """Returns (title, title_from_content)."""
+    if first_line_is_title is None:
+        first_line_is_title = not title and first_line_is_heading(content)
+    if first_line_is_title:
+        return title_from_content(content), True
+    if title:
+        return title.strip()[:500], False
+    return title_from_path(path), False
+
+
+def _new_version(
+    *, document: Document, actor: Actor, content: str, number: int, change_summary: str, metadata: dict[str, Any]
+) -> DocumentVersion:
+    facts = content_facts(content)
+    return DocumentVersion.objects.create(
+        document=document,
+        number=number,
+        content=content,
+        sha256=facts.sha256,
+        md5=facts.md5,
+        byte_length=facts.byte_length,
+        char_length=facts.char_length,
+        frontmatter=facts.frontmatter,
+        metadata=metadata,
+        change_summary=change_summary[:1000],
+        author=actor.user,
+    )
+
+
+def _path_holders(namespace: Namespace, path: str) -> tuple[Document | None, Document | None]:
+    """(active document, newest archived document) at this path."""
+    active = archived = None
+    for doc in Document.objects.filter(namespace=namespace, path=path).order_by("archived", "-archived_at"):
+        if not doc.archived and active is None:
+            active = doc
+        elif doc.archived and archived is None:
+            archived = doc
+    return active, archived
+
+
+def _path_taken(actor: Actor, holder: Document, message: str) -> PathTaken:
+    extra = {"document_id": str(holder.id)} if access.can_read_document(actor, holder) else {}
+    return PathTaken(message, **extra)
+
+
+def document_create(
+    *,
+    actor: Actor,
+    namespace: Namespace,
+    path: str,
+    content: str,
+    title: str | None = None,
+    icon: str | None = None,
+    kind: str = "doc",
+    visibility: str | None = None,
+    status: str = DocumentStatus.PUBLISHED,
+    edit_policy: str = EditPolicy.OWNER,
+    metadata: dict[str, Any] | None = None,
+    first_line_is_title: bool | None = None,
+    change_summary: str = "",
+    version_metadata: dict[str, Any] | None = None,
+) -> Document:
+    """Create a document with version 1. Archived paths stay reserved (restore them instead)."""
+    access.require_namespace(actor, namespace, Permission.WRITE)
+    path = normalise_path(path)
+    content_facts(content)  # size check before any write
+    active, archived = _path_holders(namespace, path)
+    if active is not None:
+        raise _path_taken(actor, active, f"A document already exists at '{path}'.")
+    if archived is not None:
+        raise DocumentArchived(
+            f"An archived document holds '{path}'. Restore it, or choose another path.",
+            **({"document_id": str(archived.id)} if access.can_read_document(actor, archived) else {}),
+        )
+    resolved_title, from_content = _derive_title(
+        content=content, path=path, title=title, first_line_is_title=first_line_is_title
+    )
+    metadata = dict(metadata or {})
+    if from_content:
+        metadata["title_from_content"] = True
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            document = Document.objects.create(
+                namespace=namespace,
+                path=path,
+                title=resolved_title,
+                icon=clean_icon(icon),
+                kind=kind,
+                visibility=visibility or namespace.visibility_default,
+                status=status,
+                edit_policy=edit_policy,
+                metadata=metadata,
+                created_by=actor.user,
+                updated_by=actor.user,
+                updated_at=now,
+            )
+            version = _new_version(
+                document=document,
+                actor=actor,
+                content=content,
+                number=1,
+                change_summary=change_summary,
+                metadata=version_metadata or {},
+            )
+            document.current_version = version
+            document.save(update_fields=["current_version"])
+    except IntegrityError as exc:
+        # A concurrent create won the partial unique index on (namespace, path).
+        raise PathTaken(f"A document already exists at '{path}'.") from exc
+    _on_commit_content(document)
+    return document
+
+
+@transaction.atomic
+def document_revise(
+    *,
+    actor: Actor,
+    document_id: UUID | str,
+    content: str,
+    expected_version: int | str | None = None,
+    change_summary: str = "",
+    title: str | None = None,
+    first_line_is_title: bool | None = None,
+    version_metadata: dict[str, Any] | None = None,
+) -> Document:
+    """Add exactly one version with new content, under a row lock and the expected-version check."""
+    document = _lock_document(document_id)
+    access.require_document_write(actor, document)
+    if document.archived:
+        raise DocumentArchived("The document is archived. Restore it before editing.")
+    _check_expected_version(document, expected_version)
+    content_facts(content)
+    if first_line_is_title is None and not title and document.metadata.get("title_from_content"):
+        first_line_is_title = True
+    if title or first_line_is_title is not None:
+        document.title, from_content = _derive_title(
+            content=content,
+            path=document.path,
+            title=title or document.title,
+            first_line_is_title=first_line_is_title,
+        )
+        document.metadata = {**document.metadata, "title_from_content": from_content}
+        if not from_content:
+            document.metadata.pop("title_from_content")
+    version = _new_version(
+        document=document,
+        actor=actor,
+        content=content,
+        number=document.current_version.number + 1,
+        change_summary=change_summary,
+        metadata=version_metadata or {},
+    )
+    document.current_version = version
+    document.updated_by = actor.user
+    document.updated_at = timezone.now()
+    document.save(update_fields=["current_version", "updated_by", "updated_at", "title", "metadata"])
+    _on_commit_content(document)
+    return document
+
+
+def _clean_changes(changes: dict[str, Any]) -> dict[str, Any]:
+    clean = dict(changes)
+    if "icon" in clean:
+        clean["icon"] = clean_icon(clean["icon"])
+    if "path" in clean:
+        clean["path"] = normalise_path(clean["path"])
+    if "title" in clean:
+        title = (clean["title"] or "").strip()
+        if not title:
+            raise Invalid("title cannot be blank.", code="invalid", field="title")
+        clean["title"] = title[:500]
+    return clean
+
+
+@transaction.atomic
+def document_update(
+    *,
+    actor: Actor,
+    document_id: UUID | str,
+    changes: dict[str, Any],
+    expected_version: int | str | None = None,
+    expected_archived: bool | None = None,
+) -> WriteResult:
+    """Metadata-only changes (title, icon, kind, governance, path move) and archive state.
+
+    Content never changes here. A change that is already in place is a no-op that touches
+    no timestamp, so retries are safe.
+    """
+    changes = dict(changes)
+    archived = changes.pop("archived", None)
+    document = _lock_document(document_id)
+    access.require_document_read(actor, document)
+    if archived is not None and not changes:
+        return _set_archived(
+            actor, document, archived=archived, expected_version=expected_version, expected_archived=expected_archived
+        )
+    if any(field in changes for field in GOVERNANCE_FIELDS):
+        access.require_document_governance(actor, document)
+    else:
+        access.require_document_write(actor, document)
+    if document.archived and archived is not False:
+        raise DocumentArchived("The document is archived. Restore it before changing it.")
+    changes = _clean_changes(changes)
+    result = WriteResult(document=document, changed=False)
+    if archived is False:
+        result = _set_archived(
+            actor, document, archived=False, expected_version=expected_version, expected_archived=expected_archived
+        )
+    else:
+        _check_expected_version(document, expected_version)
+    updates = {field: value for field, value in changes.items() if getattr(document, field) != value}
+    if "path" in updates:
+        active, _ = _path_holders(document.namespace, updates["path"])
+        if active is not None and active.pk != document.pk:
+            raise _path_taken(actor, active, f"A document already exists at '{updates['path']}'.")
+    if "title" in updates:
+        document.metadata = {k: v for k, v in document.metadata.items() if k != "title_from_content"}
+        if "metadata" in updates:
+            updates["metadata"] = {k: v for k, v in updates["metadata"].items() if k != "title_from_content"}
+        updates.setdefault("metadata", document.metadata)
+    if updates:
+        for field, value in updates.items():
+            setattr(document, field, value)
+        document.updated_by = actor.user
+        document.updated_at = timezone.now()
+        try:
+            with transaction.atomic():
+                document.save(update_fields=[*updates, "updated_by", "updated_at"])
+        except IntegrityError as exc:
+            raise PathTaken(f"A document already exists at '{document.path}'.") from exc
+        result.changed = True
+    if archived is True:
+        result = _set_archived(actor, document, archived=True, expected_version=None, expected_archived=None)
+        result.changed = True
+    return result
+
+
+def _set_archived(
+    actor: Actor,
+    document: Document,
+    *,
+    archived: bool,
+    expected_version: int | str | None,
+    expected_archived: bool | None,
+) -> WriteResult:
+    access.require_document_governance(actor, document)
+    if document.archived == archived:
+        return WriteResult(document=document, changed=False)
+    if expected_archived is not None and expected_archived != document.archived:
+        raise ArchiveStateConflict(
+            f"The document is {'archived' if document.archived else 'active'}, not "
+            f"{'archived' if expected_archived else 'active'}.",
+            archived=document.archived,
+        )
+    _check_expected_version(document, expected_version)
+    if not archived:
+        active, _ = _path_holders(document.namespace, document.path)
+        if active is not None:
+            raise _path_taken(
+                actor,
+                active,
+                f"Another active document now holds '{document.path}'. Rename or move that document first, "
+                "then restore this one.",
+            )
+    document.archived = archived
+    document.archived_at = timezone.now() if archived else None
+    document.archived_with_namespace = False
+    document.updated_at = timezone.now()
+    try:
+        with transaction.atomic():
+            document.save(update_fields=["archived", "archived_at", "archived_with_namespace", "updated_at"])
+    except IntegrityError as exc:
+        raise PathTaken(f"Another active document now holds '{document.path}'.") from exc
+    return WriteResult(document=document, changed=True)
+
+
+def document_set_archived(
+    *,
+    actor: Actor,
+    document_id: UUID | str,
+    archived: bool,
+    expected_version: int | str | None = None,
+    expected_archived: bool | None = None,
+) -> WriteResult:
+    """Archive (soft delete) or restore one document. Restore creates no version."""
+    return document_update(
+        actor=actor,
+        document_id=document_id,
+        changes={"archived": archived},
+        expected_version=expected_version,
+        expected_archived=expected_archived,
+    )
+
+
+def document_bulk_set_archived(*, actor: Actor, archived: bool, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Archive or restore up to 50 documents, each authorized and committed on its own.
+
+    A target the actor cannot see reports `not_found`, exactly like a missing one.
+    """
+    results = []
+    for index, target in enumerate(targets):
+        entry: dict[str, Any] = {"index": index, "document_id": str(target["document_id"])}
+        try:
+            result = document_set_archived(
+                actor=actor,
+                document_id=target["document_id"],
+                archived=archived,
+                expected_version=target.get("expected_version"),
+                expected_archived=target.get("expected_archived"),
+            )
+        except DomainError as exc:
+            if isinstance(exc, NotFound):
+                exc = NotFound("Document not found.")
+            entry.update(ok=False, status="error", code=exc.code, detail=exc.message)
+        else:
+            entry.update(
+                ok=True,
+                status=("archived" if archived else "restored") if result.changed else "unchanged",
+                archived=result.document.archived,
+            )
+        results.append(entry)
+    return results
+
+
+def document_upsert(
+    *,
+    actor: Actor,
+    namespace: Namespace,
+    path: str,
+    content: str | None = None,
+    expected_version: int | str | None = None,
+    change_summary: str = "",
+    first_line_is_title: bool | None = None,
+    **fields: Any,
+) -> WriteResult:
+    """Create or update the document at a path. Identical content adds no version.
+
+    An archived document at the path is never replaced or restored here.
+    """
+    access.require_namespace(actor, namespace, Permission.READ)
+    normalised = normalise_path(path)
+    active, archived = _path_holders(namespace, normalised)
+    if active is None:
+        if archived is not None and access.can_read_document(actor, archived):
+            raise DocumentArchived(
+                f"The document at '{normalised}' is archived. Restore it before writing to it.",
+                document_id=str(archived.id),
+            )
+        if archived is not None:
+            raise DocumentArchived(f"An archived document holds '{normalised}'. Choose another path.")
+        if expected_version not in (None, "", 0, "0"):
+            raise VersionConflict(
+                f"No document exists at '{normalised}', but expected_version={expected_version} was given.",
+                current_version=None,
+            )
+        if content is None:
+            raise Invalid("content is required to create a document.", code="invalid", field="content")
+        document = document_create(
+            actor=actor,
+            namespace=namespace,
+            path=normalised,
+            content=content,
+            change_summary=change_summary,
+            first_line_is_title=first_line_is_title,
+            **{k: v for k, v in fields.items() if v is not None},
+        )
+        return WriteResult(document=document, created=True)
+
+    with transaction.atomic():
+        document = _lock_document(active.pk)
+        access.require_document_write(actor, document)
+        _check_expected_version(document, expected_version)
+        changed = False
+        title = fields.pop("title", None)
+        if content is not None and (content != document.current_version.content or first_line_is_title):
+            document = document_revise(
+                actor=actor,
+                document_id=document.pk,
+                content=content,
+                change_summary=change_summary,
+                title=title,
+                first_line_is_title=first_line_is_title,
+            )
+            changed = True
+        elif title:
+            fields["title"] = title
+        meta_changes = {k: v for k, v in fields.items() if v is not None}
+        if meta_changes:
+            update = document_update(actor=actor, document_id=document.pk, changes=meta_changes)
+            document = update.document
+            changed = changed or update.changed
+        document.refresh_from_db()
+    return WriteResult(document=document, created=False, changed=changed)
+
+
+@transaction.atomic
+def namespace_set_archived(*, actor: Actor, namespace: Namespace, archived: bool) -> bool:
+    """Archive a namespace with its documents, or restore both. Needs `own`; returns whether it changed."""
+    access.require_namespace(actor, namespace, Permission.OWN, ignore_archive=True)
+    namespace = Namespace.objects.select_for_update().get(pk=namespace.pk)
+    if namespace.archived == archived:
+        return False
+    now = timezone.now()
+    if archived:
+        Document.objects.filter(namespace=namespace, archived=False).update(
+            archived=True, archived_at=now, archived_with_namespace=True
+        )
+    else:
+        Document.objects.filter(namespace=namespace, archived=True, archived_with_namespace=True).update(
+            archived=False, archived_at=None, archived_with_namespace=False
+        )
+    namespace.archived = archived
+    namespace.archived_at = now if archived else None
+    namespace.save(update_fields=["archived", "archived_at", "updated_at"])
+    actor.forget_permissions()
+    return True

@@ -1,0 +1,147 @@
+"""Fixtures: workspaces with members and tokens, and a real HTTP client against a live server."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from workspaces.access import Actor, actor_for
+from workspaces.models import Workspace
+from workspaces.services import membership_set, token_issue, user_ensure, workspace_ensure
+
+_names = itertools.count(1)
+
+
+@dataclass
+class Member:
+    user: Any
+    workspace: Workspace
+    role: str
+    token: str
+
+    @property
+    def actor(self) -> Actor:
+        return actor_for(self.user, self.workspace)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+def workspace(db: Any) -> Workspace:
+    return workspace_ensure(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def other_workspace(db: Any) -> Workspace:
+    return workspace_ensure(slug="rival", name="Rival")
+
+
+@pytest.fixture
+def make_member(db: Any, workspace: Workspace):
+    """make_member(role="member", workspace=None, username=None) -> Member with a fresh token."""
+
+    def make(role: str = "member", *, workspace_: Workspace | None = None, username: str | None = None) -> Member:
+        ws = workspace_ or workspace
+        user = user_ensure(username=username or f"user{next(_names)}", password="pw-for-tests")
+        membership_set(workspace=ws, user=user, role=role)
+        _, raw = token_issue(user=user, workspace=ws)
+        return Member(user=user, workspace=ws, role=role, token=raw)
+
+    return make
+
+
+@pytest.fixture
+def owner(make_member) -> Member:
+    return make_member("owner", username="olivia")
+
+
+@pytest.fixture
+def alice(make_member) -> Member:
+    return make_member("member", username="alice")
+
+
+@pytest.fixture
+def bob(make_member) -> Member:
+    return make_member("member", username="bob")
+
+
+class Http:
+    """A real HTTP client for the live server; `.as_(member)` picks the bearer token."""
+
+    def __init__(self, base_url: str, member: Member | None = None) -> None:
+        self.base_url = base_url
+        self.member = member
+        self._client = httpx.Client(base_url=base_url, timeout=60)
+
+    def as_(self, member: Member | None) -> Http:
+        clone = Http.__new__(Http)
+        clone.base_url, clone.member, clone._client = self.base_url, member, self._client
+        return clone
+
+    def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        headers = dict(kwargs.pop("headers", {}) or {})
+        if self.member is not None:
+            headers.setdefault("Authorization", f"Bearer {self.member.token}")
+        return self._client.request(method, url, headers=headers, **kwargs)
+
+    def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", url, **kwargs)
+
+    def put(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("PUT", url, **kwargs)
+
+    def patch(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("PATCH", url, **kwargs)
+
+    def delete(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.request("DELETE", url, **kwargs)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+@pytest.fixture
+def http(live_server: Any, transactional_db: Any) -> Iterator[Http]:
+    client = Http(live_server.url)
+    yield client
+    client.close()
+
+
+# --- small builders used across tests ------------------------------------------------------
+
+
+def create_namespace(http: Http, member: Member, slug: str, **fields: Any) -> dict[str, Any]:
+    response = http.as_(member).post("/kb/namespaces", json={"slug": slug, **fields})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def create_document(http: Http, member: Member, namespace: str, path: str, content: str = "# Doc\n", **fields: Any):
+    response = http.as_(member).post(
+        "/kb/documents", json={"namespace": namespace, "path": path, "content": content, **fields}
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def grant(http: Http, owner: Member, namespace: str, entries: list[tuple[str, str]], others_can: str | None = None):
+    """Replace a namespace ACL with user grants (username, permission); the owner keeps `own`."""
+    body: dict[str, Any] = {
+        "entries": [{"subject_type": "user", "subject": owner.user.username, "permission": "own"}]
+        + [{"subject_type": "user", "subject": name, "permission": perm} for name, perm in entries]
+    }
+    if others_can:
+        body["others_can"] = others_can
+    response = http.as_(owner).put(f"/kb/namespaces/{namespace}/acl", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()

@@ -1,0 +1,233 @@
+"""The one place where access rules live. Every entry point (API, admin, bridge, CLI) asks here.
+
+Effective namespace permission = max(others_can, `own` for the owner, direct grants, group
+grants); workspace admins and owners get `own` everywhere; an archived namespace gives `none`.
+Document rules layer visibility, authorship and edit policy on top of that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q
+
+from config.exceptions import NotFound, PermissionDenied
+from workspaces.models import (
+    PERMISSION_RANK,
+    ROLE_RANK,
+    Membership,
+    Namespace,
+    NamespaceACL,
+    Permission,
+    Role,
+    Visibility,
+    Workspace,
+)
+
+
+class DocumentLike(Protocol):
+    namespace_id: int
+    visibility: str
+    edit_policy: str
+    created_by_id: int | None
+    archived: bool
+
+
+@dataclass
+class Actor:
+    """Who acts, in which workspace, with which role. Caches namespace permissions per request."""
+
+    user: Any
+    workspace: Workspace
+    role: str
+    _permissions: dict[int, str] | None = field(default=None, repr=False)
+
+    @property
+    def is_admin(self) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role.ADMIN]
+
+    @property
+    def user_id(self) -> int:
+        return self.user.pk
+
+    def forget_permissions(self) -> None:
+        self._permissions = None
+
+
+def actor_for(user: AbstractBaseUser, workspace: Workspace) -> Actor:
+    """Build an Actor, or answer NotFound when the user is not a member of the workspace."""
+    membership = Membership.objects.filter(user=user, workspace=workspace).only("role").first()
+    if membership is None:
+        raise NotFound("Workspace not found.")
+    return Actor(user=user, workspace=workspace, role=membership.role)
+
+
+def rank(permission: str) -> int:
+    return PERMISSION_RANK[Permission(permission)]
+
+
+def _best(a: str, b: str) -> str:
+    return a if rank(a) >= rank(b) else b
+
+
+def _grants_for(actor: Actor, namespace_ids: list[int] | None = None) -> dict[int, str]:
+    grants = NamespaceACL.objects.filter(namespace__workspace=actor.workspace).filter(
+        Q(user_id=actor.user_id) | Q(group__members__id=actor.user_id, group__archived=False)
+    )
+    if namespace_ids is not None:
+        grants = grants.filter(namespace_id__in=namespace_ids)
+    best: dict[int, str] = {}
+    for namespace_id, permission in grants.values_list("namespace_id", "permission"):
+        best[namespace_id] = _best(best.get(namespace_id, Permission.NONE), permission)
+    return best
+
+
+def namespace_permissions(actor: Actor) -> dict[int, str]:
+    """Effective permission on every active namespace of the workspace (two queries, cached)."""
+    if actor._permissions is None:
+        rows = Namespace.objects.filter(workspace=actor.workspace, archived=False).values_list(
+            "id", "owner_id", "others_can"
+        )
+        if actor.is_admin:
+            actor._permissions = {ns_id: Permission.OWN.value for ns_id, _, _ in rows}
+        else:
+            grants = _grants_for(actor)
+            permissions = {}
+            for ns_id, owner_id, others_can in rows:
+                permission = Permission.OWN.value if owner_id == actor.user_id else others_can
+                permissions[ns_id] = _best(permission, grants.get(ns_id, Permission.NONE))
+            actor._permissions = permissions
+    return actor._permissions
+
+
+def permission_on(actor: Actor, namespace: Namespace, *, ignore_archive: bool = False) -> str:
+    """Effective permission on one namespace; `ignore_archive` is for restoring it."""
+    if namespace.workspace_id != actor.workspace.pk:
+        return Permission.NONE.value
+    if namespace.archived:
+        if not ignore_archive:
+            return Permission.NONE.value
+        if actor.is_admin:
+            return Permission.OWN.value
+        grant = _grants_for(actor, [namespace.pk]).get(namespace.pk, Permission.NONE)
+        own = Permission.OWN.value if namespace.owner_id == actor.user_id else namespace.others_can
+        return _best(own, grant)
+    return namespace_permissions(actor).get(namespace.pk, Permission.NONE.value)
+
+
+def namespace_ids_with(actor: Actor, minimum: str) -> list[int]:
+    needed = rank(minimum)
+    return [ns_id for ns_id, perm in namespace_permissions(actor).items() if rank(perm) >= needed]
+
+
+def require_namespace(actor: Actor, namespace: Namespace | None, minimum: str, *, ignore_archive: bool = False) -> str:
+    """Raise NotFound when the namespace is invisible, PermissionDenied when it is visible but too weak."""
+    if namespace is None:
+        raise NotFound("Namespace not found.")
+    permission = permission_on(actor, namespace, ignore_archive=ignore_archive)
+    if permission == Permission.NONE:
+        raise NotFound("Namespace not found.")
+    if rank(permission) < rank(minimum):
+        if minimum == Permission.OWN:
+            raise PermissionDenied("You need own permission on this namespace to manage it.")
+        raise PermissionDenied(f"You need {minimum} permission on this namespace.")
+    return permission
+
+
+def keeps_own(
+    actor: Actor,
+    *,
+    owner_id: int,
+    user_grants: dict[int, str],
+    group_grants: dict[int, str],
+) -> bool:
+    """Would the actor still hold `own` on a namespace in this (proposed) state?"""
+    if actor.is_admin or owner_id == actor.user_id:
+        return True
+    if user_grants.get(actor.user_id) == Permission.OWN:
+        return True
+    own_groups = [gid for gid, perm in group_grants.items() if perm == Permission.OWN]
+    return bool(own_groups and actor.user.knowledge_groups.filter(id__in=own_groups, archived=False).exists())
+
+
+# --- documents -----------------------------------------------------------------------------
+
+
+def document_read_filter(actor: Actor, prefix: str = "") -> Q:
+    """Queryset filter for documents the actor may read, evaluated inside the SQL query."""
+    readable = namespace_ids_with(actor, Permission.READ)
+    q = Q(**{f"{prefix}namespace_id__in": readable})
+    if actor.is_admin:
+        return q
+    owned = namespace_ids_with(actor, Permission.OWN)
+    return q & (
+        Q(**{f"{prefix}visibility": Visibility.PUBLIC})
+        | Q(**{f"{prefix}created_by_id": actor.user_id})
+        | Q(**{f"{prefix}namespace_id__in": owned})
+    )
+
+
+def _document_permission(actor: Actor, document: DocumentLike) -> str:
+    return namespace_permissions(actor).get(document.namespace_id, Permission.NONE.value)
+
+
+def can_read_document(actor: Actor, document: DocumentLike) -> bool:
+    permission = _document_permission(actor, document)
+    if rank(permission) < rank(Permission.READ):
+        return False
+    return (
+        actor.is_admin
+        or permission == Permission.OWN
+        or document.visibility == Visibility.PUBLIC
+        or document.created_by_id == actor.user_id
+    )
+
+
+def _is_document_manager(actor: Actor, document: DocumentLike, permission: str) -> bool:
+    return actor.is_admin or permission == Permission.OWN or document.created_by_id == actor.user_id
+
+
+def can_write_document(actor: Actor, document: DocumentLike) -> bool:
+    permission = _document_permission(actor, document)
+    if rank(permission) < rank(Permission.WRITE):
+        return False
+    if actor.is_admin or permission == Permission.OWN:
+        return True
+    if document.edit_policy == "admins":
+        return False
+    if document.created_by_id == actor.user_id:
+        return True
+    return document.visibility == Visibility.PUBLIC and document.edit_policy == "public"
+
+
+def can_govern_document(actor: Actor, document: DocumentLike) -> bool:
+    """Visibility, status and edit policy: the creator, namespace `own` or a workspace admin."""
+    permission = _document_permission(actor, document)
+    return rank(permission) >= rank(Permission.WRITE) and _is_document_manager(actor, document, permission)
+
+
+def can_archive_document(actor: Actor, document: DocumentLike) -> bool:
+    """Archive and restore: owner or admin plus namespace write; public editing is not enough."""
+    return can_govern_document(actor, document)
+
+
+def require_document_read(actor: Actor, document: DocumentLike | None) -> None:
+    if document is None or not can_read_document(actor, document):
+        raise NotFound("Document not found.")
+
+
+def require_document_write(actor: Actor, document: DocumentLike) -> None:
+    require_document_read(actor, document)
+    if not can_write_document(actor, document):
+        raise PermissionDenied("You do not have permission to edit this document.")
+
+
+def require_document_governance(actor: Actor, document: DocumentLike) -> None:
+    require_document_read(actor, document)
+    if not can_govern_document(actor, document):
+        raise PermissionDenied(
+            "Only the document's owner, a namespace owner or a workspace admin can change its "
+            "visibility, status, edit policy or archive state."
+        )
