@@ -64,12 +64,15 @@ def _check_expected_version(document: Document, expected: int | str | None) -> N
 
 
 def _lock_document(document_id: UUID | str) -> Document:
-    document = (
-        Document.objects.select_for_update(of=("self",))
-        .select_related("namespace", "current_version")
-        .filter(pk=document_id)
-        .first()
-    )
+    try:
+        document_id = UUID(str(document_id))
+    except ValueError as exc:
+        raise NotFound("Document not found.") from exc
+    # Lock first, then read: a join in the locking query would be evaluated against the
+    # snapshot from before the wait and could miss the version a concurrent writer just added.
+    if not Document.objects.select_for_update().filter(pk=document_id).values_list("pk", flat=True):
+        raise NotFound("Document not found.")
+    document = Document.objects.select_related("namespace", "current_version").filter(pk=document_id).first()
     if document is None:
         raise NotFound("Document not found.")
     return document

@@ -124,6 +124,18 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "VisibilityEnum": ["public", "private"],
+        "NamespaceKindEnum": ["global", "system", "user", "repo", "branch", "team"],
+        "OthersCanEnum": ["none", "read", "write"],
+        "PermissionEnum": ["none", "read", "write", "own"],
+        "GrantEnum": ["read", "write", "own"],
+        "DocumentKindEnum": ["doc", "memory", "skill", "prompt", "guide", "decision", "bundle", "external"],
+        "DocumentStatusEnum": ["draft", "published"],
+        "EditPolicyEnum": ["owner", "public", "admins"],
+        "ArchiveFilterEnum": ["active", "archived", "all"],
+        "BulkResultStatusEnum": ["archived", "restored", "unchanged", "error"],
+    },
 }
 
 CELERY_BROKER_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")

@@ -241,7 +241,7 @@ class DocumentViewSet(KnowledgeViewSet):
         data = s.VersionSerializer(rows, many=True).data
         return Response({"total": total, "limit": query["limit"], "offset": query["offset"], "data": data})
 
-    @extend_schema(responses=responses(s.VersionSerializer))
+    @extend_schema(operation_id="kb_documents_version_retrieve", responses=responses(s.VersionSerializer))
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<version>[^/]+)")
     def version(self, request: Request, pk: str, version: str) -> Response:
         """One version by number (or id), with its content."""

@@ -93,8 +93,15 @@ def test_list_paginates_with_total_and_filters(http, alice, ns):
 
 @pytest.mark.parametrize(
     "params",
-    [{"limit": 0}, {"limit": 201}, {"offset": -1}, {"include_my_drafts": "maybe"}, {"order": "random"},
-     {"archive_filter": "deleted"}, {"kind": "novel"}],
+    [
+        {"limit": 0},
+        {"limit": 201},
+        {"offset": -1},
+        {"include_my_drafts": "maybe"},
+        {"order": "random"},
+        {"archive_filter": "deleted"},
+        {"kind": "novel"},
+    ],
 )
 def test_bad_list_parameters_are_400(http, alice, ns, params):
     response = http.as_(alice).get("/kb/documents", params=params)
@@ -112,7 +119,9 @@ def test_other_users_drafts_hidden_unless_asked(http, alice, bob, ns):
     as_bob = http.as_(bob)
     paths = {d["path"] for d in as_bob.get("/kb/documents").json()["data"]}
     assert paths == {"bob-draft.md", "published.md"}
-    paths = {d["path"] for d in as_bob.get("/kb/documents", params={"include_other_user_drafts": "true"}).json()["data"]}
+    paths = {
+        d["path"] for d in as_bob.get("/kb/documents", params={"include_other_user_drafts": "true"}).json()["data"]
+    }
     assert "alice-draft.md" in paths
     paths = {d["path"] for d in as_bob.get("/kb/documents", params={"include_my_drafts": "false"}).json()["data"]}
     assert "bob-draft.md" not in paths
@@ -242,6 +251,8 @@ def test_malformed_json_is_400(http, alice, ns):
 def test_unknown_document_id_forms_are_404(http, alice, ns):
     for ident in ("not-a-uuid", "00000000-0000-0000-0000-000000000000"):
         response = http.as_(alice).get(f"/kb/documents/{ident}")
-        assert response.status_code == 404 and response.json() == {"detail": "Not found.", "code": "not_found"} or (
-            response.json()["code"] == "not_found"
+        assert (
+            (response.status_code == 404
+            and response.json() == {"detail": "Not found.", "code": "not_found"})
+            or (response.json()["code"] == "not_found")
         )

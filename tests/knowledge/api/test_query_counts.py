@@ -1,0 +1,58 @@
+"""List endpoints run a fixed number of queries, whatever the page size."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from knowledge.services import document_create, document_revise
+from workspaces.models import NamespaceACL
+from workspaces.services import namespace_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def corpus(make_member):
+    owner = make_member("member", username="qowner")
+    reader = make_member("member", username="qreader")
+    for n in range(3):
+        namespace = namespace_create(actor=owner.actor, slug=f"q{n}")
+        NamespaceACL.objects.create(namespace=namespace, user=reader.user, permission="read")
+        for i in range(20):
+            doc = document_create(actor=owner.actor, namespace=namespace, path=f"d{i}.md", content=f"# D{i}\n")
+            if n == 0 and i == 0:
+                for k in range(30):
+                    document_revise(actor=owner.actor, document_id=doc.pk, content=f"v{k}")
+                first = doc
+    return owner, reader, first
+
+
+def _queries(member, url: str, params: dict) -> int:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {member.token}")
+    client.get("/kb/me")  # the first use of a token records last_used_at once; keep it out of the count
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url, params)
+    assert response.status_code == 200, response.content
+    return len(captured)
+
+
+@pytest.mark.parametrize("who", [0, 1])
+def test_document_list_queries_do_not_grow_with_page_size(corpus, who):
+    member = corpus[who]
+    small = _queries(member, "/kb/documents", {"limit": 2})
+    large = _queries(member, "/kb/documents", {"limit": 60})
+    with_content = _queries(member, "/kb/documents", {"limit": 60, "include_content": "true"})
+    assert small == large == with_content
+    assert large <= 8
+
+
+def test_namespace_list_and_history_queries_are_bounded(corpus):
+    owner, _, doc = corpus
+    assert _queries(owner, "/kb/namespaces", {"limit": 1}) == _queries(owner, "/kb/namespaces", {"limit": 100})
+    small = _queries(owner, f"/kb/documents/{doc.pk}/versions", {"limit": 2})
+    large = _queries(owner, f"/kb/documents/{doc.pk}/versions", {"limit": 30, "include_content": "true"})
+    assert small == large <= 10
