@@ -251,8 +251,6 @@ def test_malformed_json_is_400(http, alice, ns):
 def test_unknown_document_id_forms_are_404(http, alice, ns):
     for ident in ("not-a-uuid", "00000000-0000-0000-0000-000000000000"):
         response = http.as_(alice).get(f"/kb/documents/{ident}")
-        assert (
-            (response.status_code == 404
-            and response.json() == {"detail": "Not found.", "code": "not_found"})
-            or (response.json()["code"] == "not_found")
+        assert (response.status_code == 404 and response.json() == {"detail": "Not found.", "code": "not_found"}) or (
+            response.json()["code"] == "not_found"
         )
