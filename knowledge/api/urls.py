@@ -1,3 +1,4 @@
+from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from knowledge.api.views import DocumentViewSet, NamespaceViewSet
@@ -6,4 +7,11 @@ router = SimpleRouter(trailing_slash="")
 router.register("namespaces", NamespaceViewSet, basename="namespace")
 router.register("documents", DocumentViewSet, basename="document")
 
-urlpatterns = router.urls
+# Feature areas keep their routes in their own modules; these come before the router so
+# that nested paths such as documents/{id}/outline are matched explicitly.
+urlpatterns = [
+    path("", include("knowledge.api.search_urls")),
+    path("", include("knowledge.api.structure_urls")),
+    path("", include("knowledge.api.navigation_urls")),
+    *router.urls,
+]
