@@ -123,3 +123,26 @@ class DocumentVersion(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         raise ImmutableVersionError("Document versions are immutable.")
+
+
+class SearchChunk(models.Model):
+    """A slice of a document's current version, the unit of full-text search and snippets.
+
+    Ordinal -1 is the document's header (title and path words), ranked above body text.
+    The text index lives beside it: an FTS5 table on SQLite, a generated tsvector column with a
+    GIN index on PostgreSQL (see migration 0002). Rows are replaced on every content write.
+    """
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="search_chunks")
+    ordinal = models.IntegerField()
+    start_line = models.PositiveIntegerField(default=1)
+    end_line = models.PositiveIntegerField(default=1)
+    title = models.TextField(blank=True)
+    path_text = models.TextField(blank=True)
+    text = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["document", "ordinal"], name="searchchunk_doc_ordinal")]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.ordinal}"

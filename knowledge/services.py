@@ -19,6 +19,7 @@ from knowledge.content import content_facts
 from knowledge.exceptions import ArchiveStateConflict, DocumentArchived, PathTaken, VersionConflict
 from knowledge.models import Document, DocumentStatus, DocumentVersion, EditPolicy
 from knowledge.paths import clean_icon, first_line_is_heading, normalise_path, title_from_content, title_from_path
+from knowledge.search import index_document, index_header
 from workspaces import access
 from workspaces.access import Actor
 from workspaces.models import Namespace, Permission
@@ -186,6 +187,7 @@ def document_create(
             )
             document.current_version = version
             document.save(update_fields=["current_version"])
+            index_document(document, content)
     except IntegrityError as exc:
         # A concurrent create won the partial unique index on (namespace, path).
         raise PathTaken(f"A document already exists at '{path}'.") from exc
@@ -236,6 +238,7 @@ def document_revise(
     document.updated_by = actor.user
     document.updated_at = timezone.now()
     document.save(update_fields=["current_version", "updated_by", "updated_at", "title", "metadata"])
+    index_document(document, content)
     _on_commit_content(document)
     return document
 
@@ -310,6 +313,8 @@ def document_update(
                 document.save(update_fields=[*updates, "updated_by", "updated_at"])
         except IntegrityError as exc:
             raise PathTaken(f"A document already exists at '{document.path}'.") from exc
+        if "title" in updates or "path" in updates:
+            index_header(document)
         result.changed = True
     if archived is True:
         result = _set_archived(actor, document, archived=True, expected_version=None, expected_archived=None)

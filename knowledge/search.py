@@ -1,0 +1,294 @@
+"""Full-text search: chunk-level index upkeep and ranked, access-filtered queries.
+
+SQLite uses FTS5 (bm25, porter stemming); PostgreSQL a generated, weighted tsvector with a
+GIN index (ts_rank scaled by inverse document frequency). Both index ~2 KB chunks, so large
+documents rank past tsvector's position limits and snippets never read whole bodies. The
+access filter is a subquery inside the same SQL statement, applied before ranking and limit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from django.db import connection
+
+from knowledge.models import Document, SearchChunk
+from knowledge.search_query import Clause, ParsedQuery, Term
+
+CHUNK_TARGET_CHARS = 1800
+HEADER_ORDINAL = -1
+PROXIMITY_CLAUSE = -1
+SNIPPET_MAX_CHARS = 1200
+
+
+# --- index upkeep --------------------------------------------------------------------------
+
+
+def chunk_lines(content: str) -> list[tuple[int, int, str]]:
+    """Split content at line boundaries into ~1.8 KB pieces: (start_line, end_line, text)."""
+    lines = content.replace("\r\n", "\n").split("\n")
+    chunks: list[tuple[int, int, str]] = []
+    buffer: list[str] = []
+    size = 0
+    start = 1
+    for number, line in enumerate(lines, start=1):
+        while len(line) > CHUNK_TARGET_CHARS:  # one enormous line: cut it, keep its line number
+            if buffer:
+                chunks.append((start, number - 1 if number > start else start, "\n".join(buffer)))
+                buffer, size = [], 0
+            chunks.append((number, number, line[:CHUNK_TARGET_CHARS]))
+            line = line[CHUNK_TARGET_CHARS:]
+            start = number
+        if buffer and size + len(line) > CHUNK_TARGET_CHARS:
+            chunks.append((start, number - 1, "\n".join(buffer)))
+            buffer, size, start = [], 0, number
+        if not buffer:
+            start = number
+        buffer.append(line)
+        size += len(line) + 1
+    if buffer and any(part.strip() for part in buffer):
+        chunks.append((start, len(lines), "\n".join(buffer)))
+    return chunks
+
+
+def _path_words(path: str) -> str:
+    return re.sub(r"[/._\-]+", " ", path)
+
+
+def _header(document: Document) -> SearchChunk:
+    return SearchChunk(
+        document=document,
+        ordinal=HEADER_ORDINAL,
+        title=document.title,
+        path_text=_path_words(document.path),
+    )
+
+
+def index_document(document: Document, content: str) -> None:
+    """Replace the document's chunks with those of its current content (same transaction)."""
+    SearchChunk.objects.filter(document=document)._raw_delete(using="default")
+    rows = [_header(document)] + [
+        SearchChunk(document=document, ordinal=i, start_line=start, end_line=end, text=text)
+        for i, (start, end, text) in enumerate(chunk_lines(content))
+    ]
+    SearchChunk.objects.bulk_create(rows, batch_size=500)
+
+
+def index_header(document: Document) -> None:
+    """Re-index only title and path (after a rename or move)."""
+    SearchChunk.objects.filter(document=document, ordinal=HEADER_ORDINAL)._raw_delete(using="default")
+    _header(document).save()
+
+
+# --- query building ------------------------------------------------------------------------
+
+
+def _fts5_term(term: Term) -> str:
+    return '"' + " ".join(term.words) + '"' + ("*" if term.prefix else "")
+
+
+def _fts5_clause(clause: Clause) -> str:
+    return " OR ".join(_fts5_term(term) for term in clause.alternatives)
+
+
+def _pg_term(term: Term) -> tuple[str, str]:
+    if term.prefix:
+        pieces = [re.sub(r"\W+", "", w) or "x" for w in term.words]
+        return "to_tsquery('english', %s)", " <-> ".join([*pieces[:-1], pieces[-1] + ":*"])
+    if term.is_phrase:
+        return "phraseto_tsquery('english', %s)", " ".join(term.words)
+    return "plainto_tsquery('english', %s)", term.words[0]
+
+
+def _pg_clause(clause: Clause) -> tuple[str, list[str]]:
+    parts = [_pg_term(term) for term in clause.alternatives]
+    return "(" + " || ".join(sql for sql, _ in parts) + ")", [param for _, param in parts]
+
+
+def _pg_drop_empty(clauses: list[Clause]) -> list[Clause]:
+    """PostgreSQL drops stop words; a clause left with no lexemes can never match."""
+    if not clauses:
+        return clauses
+    selects, params = [], []
+    for clause in clauses:
+        sql, clause_params = _pg_clause(clause)
+        selects.append(f"numnode({sql})")
+        params.extend(clause_params)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(selects), params)
+        counts = cursor.fetchone()
+    return [clause for clause, count in zip(clauses, counts, strict=True) if count]
+
+
+def _hit_select(clause: Clause, index: int) -> tuple[str, list[Any]]:
+    """SELECT document_id, chunk_id, clause, score for in-scope chunks matching one clause."""
+    if connection.vendor == "postgresql":
+        sql, params = _pg_clause(clause)
+        return (
+            f"SELECT c.document_id AS document_id, c.id AS chunk_id, {index} AS clause, "
+            f"ts_rank(c.search_vector, q.query) AS score "
+            f"FROM knowledge_searchchunk c, (SELECT {sql} AS query) q "
+            f"WHERE c.search_vector @@ q.query AND c.document_id IN (SELECT id FROM scope)",
+            params,
+        )
+    # `rank` is bm25 with the column weights set in migration 0003 (lower is better).
+    return (
+        f"SELECT c.document_id AS document_id, c.id AS chunk_id, {index} AS clause, -f.rank AS score "
+        f"FROM knowledge_search_fts f JOIN knowledge_searchchunk c ON c.id = f.rowid "
+        f"WHERE knowledge_search_fts MATCH %s AND c.document_id IN (SELECT id FROM scope)",
+        [_fts5_clause(clause)],
+    )
+
+
+def _union(indexed: list[tuple[int, Clause]]) -> tuple[str, list[Any]]:
+    selects, params = [], []
+    for index, clause in indexed:
+        sql, clause_params = _hit_select(clause, index)
+        selects.append(sql)
+        params.extend(clause_params)
+    return " UNION ALL ".join(selects), params
+
+
+@dataclass
+class RankedDocument:
+    document_id: Any
+    coverage: int
+    score: float
+
+
+@dataclass
+class SearchResult:
+    total: int
+    ranked: list[RankedDocument]
+    best_chunks: dict[Any, SearchChunk]
+    relaxed: bool
+
+
+def _plan(query: ParsedQuery) -> tuple[list[Clause], list[Clause], list[tuple[int, Clause]]]:
+    clauses, excluded = query.clauses, query.excluded
+    if connection.vendor == "postgresql":
+        clauses, excluded = _pg_drop_empty(clauses), _pg_drop_empty(excluded)
+    indexed = list(enumerate(clauses))
+    if query.relaxed and len(clauses) >= 2:
+        # Documents with the words side by side earn a bonus, not extra coverage.
+        words = tuple(w for c in clauses for w in c.alternatives[0].words)
+        indexed.append((PROXIMITY_CLAUSE, Clause((Term(words),))))
+    return clauses, excluded, indexed
+
+
+def run_search(*, query: ParsedQuery, scope_sql: str, scope_params: list[Any], limit: int, offset: int) -> SearchResult:
+    """Rank every in-scope matching document; return one page plus the best chunk of each hit.
+
+    `scope_sql` selects the ids of documents the actor may see under the request's filters.
+    """
+    clauses, excluded, indexed = _plan(query)
+    if not clauses:
+        return SearchResult(total=0, ranked=[], best_chunks={}, relaxed=query.relaxed)
+    hits_sql, hits_params = _union(indexed)
+    required = 1 if query.relaxed else len(clauses)
+    if connection.vendor == "postgresql":
+        # ts_rank knows nothing of how rare a word is; weigh each clause by its idf.
+        per_clause = (
+            "SELECT document_id, clause, MAX(score) * LN(1 + (SELECT COUNT(*) FROM scope)::float "
+            "/ COUNT(*) OVER (PARTITION BY clause)) AS score FROM hits GROUP BY document_id, clause"
+        )
+    else:
+        per_clause = "SELECT document_id, clause, MAX(score) AS score FROM hits GROUP BY document_id, clause"
+    exclusion, excluded_params = "", []
+    if excluded:
+        excluded_sql, excluded_params = _union(list(enumerate(excluded)))
+        exclusion = f"AND document_id NOT IN (SELECT document_id FROM ({excluded_sql}) excluded_hits)"
+    base = f"""
+        WITH scope AS ({scope_sql}),
+        hits AS ({hits_sql}),
+        per_clause AS ({per_clause}),
+        per_doc AS (
+            SELECT document_id,
+                   SUM(CASE WHEN clause >= 0 THEN 1 ELSE 0 END) AS coverage,
+                   SUM(CASE WHEN clause >= 0 THEN score ELSE 2 * score END) AS score
+            FROM per_clause GROUP BY document_id
+        ),
+        ranked AS (SELECT * FROM per_doc WHERE coverage >= %s {exclusion})
+    """
+    params = [*scope_params, *hits_params, required, *excluded_params]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            base + " SELECT document_id, coverage, score, COUNT(*) OVER () FROM ranked "
+            "ORDER BY coverage DESC, score DESC, document_id LIMIT %s OFFSET %s",
+            [*params, limit, offset],
+        )
+        rows = cursor.fetchall()
+        if rows:
+            total = rows[0][3]
+        else:
+            cursor.execute(base + " SELECT COUNT(*) FROM ranked", params)
+            total = cursor.fetchone()[0]
+    ranked = [RankedDocument(document_id=UUID(str(r[0])), coverage=int(r[1]), score=float(r[2])) for r in rows]
+    return SearchResult(total=total, ranked=ranked, best_chunks=_best_chunks(indexed, ranked), relaxed=query.relaxed)
+
+
+def _best_chunks(indexed: list[tuple[int, Clause]], ranked: list[RankedDocument]) -> dict[Any, SearchChunk]:
+    """For each hit, the body chunk that matches the most clauses (best score on ties)."""
+    if not ranked:
+        return {}
+    ids = [r.document_id.hex if connection.vendor == "sqlite" else r.document_id for r in ranked]
+    hits_sql, hits_params = _union(indexed)
+    scope = "SELECT id FROM knowledge_document WHERE id IN (" + ", ".join(["%s"] * len(ids)) + ")"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH scope AS ({scope}) SELECT document_id, chunk_id, clause, score FROM ({hits_sql}) h",
+            [*ids, *hits_params],
+        )
+        rows = cursor.fetchall()
+    chunks = {
+        c.id: c
+        for c in SearchChunk.objects.filter(id__in={row[1] for row in rows}).only(
+            "id", "document_id", "ordinal", "start_line", "end_line", "text"
+        )
+    }
+    per_chunk: dict[int, tuple[set[int], float]] = {}
+    for _, chunk_id, clause, score in rows:
+        seen, total = per_chunk.get(chunk_id, (set(), 0.0))
+        seen.add(clause)
+        per_chunk[chunk_id] = (seen, total + float(score))
+    best: dict[Any, tuple[tuple[int, int, float], SearchChunk]] = {}
+    for chunk_id, (seen, score) in per_chunk.items():
+        chunk = chunks[chunk_id]
+        key = (int(chunk.ordinal >= 0), len(seen), score)
+        current = best.get(chunk.document_id)
+        if current is None or key > current[0]:
+            best[chunk.document_id] = (key, chunk)
+    return {doc_id: chunk for doc_id, (_, chunk) in best.items()}
+
+
+# --- snippets ------------------------------------------------------------------------------
+
+
+def _stem(word: str) -> str:
+    return word[: max(4, len(word) - 3)] if len(word) > 5 else word
+
+
+def make_snippet(text: str, start_line: int, words: list[str], max_lines: int) -> dict[str, Any]:
+    """The first matching line of a chunk and the lines after it, capped at 1,200 characters."""
+    lines = text.split("\n")
+    stems = [_stem(w) for w in words if w]
+    first = 0
+    for i, line in enumerate(lines):
+        lowered = line.lower()
+        if any(stem in lowered for stem in stems):
+            first = i
+            break
+    selected = lines[first : first + max_lines]
+    snippet = "\n".join(selected)
+    if first + max_lines < len(lines):
+        snippet += "\n…"
+    if len(snippet) > SNIPPET_MAX_CHARS:
+        snippet = snippet[: SNIPPET_MAX_CHARS - 1] + "…"
+    return {
+        "text": snippet,
+        "start_line": start_line + first,
+        "end_line": start_line + first + max(len(selected) - 1, 0),
+    }
