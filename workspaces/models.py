@@ -169,3 +169,24 @@ class NamespaceACL(models.Model):
     @property
     def subject_type(self) -> str:
         return "user" if self.user_id else "group"
+
+
+class TeammateConfig(models.Model):
+    """How a user acting as an agent keeps memory: its home namespace and memory defaults."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="teammates")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="teammate_configs")
+    home_namespace = models.ForeignKey(
+        Namespace, on_delete=models.SET_NULL, null=True, blank=True, related_name="teammates"
+    )
+    memory_path_template = models.CharField(max_length=200, default="memory/{{YYYY-MM-DD}}.md")
+    memory_visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE)
+    memory_edit_policy = models.CharField(max_length=10, default="owner")
+    grants = models.JSONField(default=list, blank=True, help_text="[{namespace: slug, access: read|write}]")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "user"], name="teammate_unique_user")]
+
+    def __str__(self) -> str:
+        return f"teammate {self.user} in {self.workspace}"

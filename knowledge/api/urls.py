@@ -13,5 +13,6 @@ urlpatterns = [
     path("", include("knowledge.api.search_urls")),
     path("", include("knowledge.api.structure_urls")),
     path("", include("knowledge.api.navigation_urls")),
+    path("", include("knowledge.api.teammate_urls")),
     *router.urls,
 ]
