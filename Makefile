@@ -8,9 +8,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install run test test-sqlite test-postgres bench bench-quick lint format check clean
 
-$(STAMP): requirements/base.txt requirements/production.txt requirements/local.txt
+$(STAMP): requirements/base.txt requirements/production.txt requirements/local.txt requirements/mcp.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements/local.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)

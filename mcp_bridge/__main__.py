@@ -1,0 +1,3 @@
+from mcp_bridge.cli import main
+
+main()

@@ -1,0 +1,160 @@
+"""The bridge end to end: spawned over stdio by the SDK's own client, against a live server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from knowledge.services import document_create
+from workspaces.services import namespace_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Session:
+    """Collects results of tool calls made through one stdio bridge process."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def ok(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        result = await self.session.call_tool(name, args)
+        assert not result.is_error, (name, result.content[0].text if result.content else result)
+        return result.structured_content
+
+    async def fails(self, name: str, args: dict[str, Any]) -> str:
+        result = await self.session.call_tool(name, args)
+        assert result.is_error, (name, result.structured_content)
+        return result.content[0].text
+
+
+def run_bridge(live_server: Any, token: str, worktree: Path, scenario) -> float:
+    """Start `python -m mcp_bridge`, run the scenario, return the start-up time in seconds."""
+    env = {**os.environ, "AGOR_URL": live_server.url, "AGOR_TOKEN": token, "AGOR_WORKTREE": str(worktree)}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_bridge"], env=env, cwd=str(ROOT))
+
+    async def main() -> float:
+        started = time.perf_counter()
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            startup = time.perf_counter() - started
+            await scenario(Session(session))
+            return startup
+
+    return asyncio.run(main())
+
+
+def test_read_write_archive_and_memory_tools(live_server, alice, bob, tmp_path):
+    namespace = namespace_create(actor=alice.actor, slug="eng", others_can="read")
+    private = namespace_create(actor=bob.actor, slug="bobs")
+    secret = document_create(actor=bob.actor, namespace=private, path="s.md", content="# Secret\n")
+    doc = document_create(
+        actor=alice.actor, namespace=namespace, path="guides/setup.md", content="# Setup\n\nInstall the cli.\n"
+    )
+
+    async def scenario(s: Session) -> None:
+        tools = await s.session.list_tools()
+        assert len(tools.tools) == 19
+        listed = await s.ok("agor_kb_namespaces_list", {})
+        assert [n["slug"] for n in listed["data"]] == ["eng"] and listed["hasMore"] is False
+        assert (await s.ok("agor_kb_namespaces_list", {"slug": "bobs"}))["total"] == 0
+        put = await s.ok("agor_kb_namespace_put", {"slug": "notes", "displayName": "Notes"})
+        assert put["created"] is True and put["namespace"]["owner"] == "alice"
+        again = await s.ok("agor_kb_namespace_put", {"slug": "notes", "description": "d"})
+        assert again["created"] is False and again["namespace"]["description"] == "d"
+        assert "code invalid" in await s.fails("agor_kb_namespace_put", {"slug": "Bad Slug"})
+
+        hits = await s.ok("agor_kb_search", {"query": "install cli"})
+        assert hits["data"][0]["document"]["reference_uri"] == f"agor://kb/document/{doc.pk}"
+        assert "Install the cli" in hits["data"][0]["snippet"]["text"]
+        browse = await s.ok("agor_kb_search", {"query": ""})
+        assert browse["data"][0]["snippet"] is None
+        assert "semantic" in (await s.fails("agor_kb_search", {"query": "x", "mode": "semantic"})).lower()
+
+        got = await s.ok("agor_kb_get", {"uri": f"agor://kb/document/{str(doc.pk).upper()}"})
+        assert got["document"]["content"].startswith("# Setup")
+        by_path = await s.ok("agor_kb_get", {"uri": "agor://kb/eng/guides/setup.md"})
+        assert by_path["document"]["id"] == str(doc.pk)
+        assert "Not found" in await s.fails("agor_kb_get", {"documentId": str(secret.pk)})
+
+        # materialize -> edit the file -> publish; then a stale sidecar conflicts.
+        mat = await s.ok("agor_kb_materialize", {"documentId": str(doc.pk)})
+        file = tmp_path / mat["subpath"]
+        assert file.read_text() == "# Setup\n\nInstall the cli.\n"
+        file.write_text("# Setup\n\nInstall the cli, then log in.\n")
+        dry = await s.ok("agor_kb_publish_from_worktree", {"subpath": mat["subpath"], "dryRun": True})
+        assert "+Install the cli, then log in." in dry["diff"]
+        published = await s.ok("agor_kb_publish_from_worktree", {"subpath": mat["subpath"]})
+        assert published["document"]["current_version"]["number"] == 2
+        sidecar = json.loads((tmp_path / mat["sidecarSubpath"]).read_text())
+        assert sidecar["version_number"] == 2
+        sidecar["version_number"] = 1
+        (tmp_path / mat["sidecarSubpath"]).write_text(json.dumps(sidecar))
+        file.write_text("# Setup\n\nconflicting edit\n")
+        assert "conflict" in (await s.fails("agor_kb_publish_from_worktree", {"subpath": mat["subpath"]})).lower()
+        assert "already exists" in await s.fails("agor_kb_materialize", {"documentId": str(doc.pk)})
+        escape = await s.fails("agor_kb_materialize", {"documentId": str(doc.pk), "subpath": "../../etc/x.md"})
+        assert "worktree" in escape
+        assert not (tmp_path.parent.parent / "etc" / "x.md").exists()
+
+        history = await s.ok("agor_kb_history", {"documentId": str(doc.pk)})
+        assert [v["number"] for v in history["data"]] == [2, 1] and history["total"] == 2
+        assert "Provide documentId" in await s.fails("agor_kb_history", {})
+
+        # archive -> search no longer finds it -> restore
+        archived = await s.ok("agor_kb_archive", {"documentId": str(doc.pk), "archived": True})
+        assert archived["document"]["archived"] is True
+        assert (await s.ok("agor_kb_search", {"query": "install cli"}))["total"] == 0
+        assert (await s.ok("agor_kb_archive", {"documentId": str(doc.pk), "archived": True}))["changed"] is False
+        await s.ok("agor_kb_archive", {"documentId": str(doc.pk), "archived": False})
+        assert (await s.ok("agor_kb_search", {"query": "install cli"}))["total"] == 1
+        stale = await s.fails("agor_kb_archive", {"documentId": str(doc.pk), "archived": True, "expectedVersion": 1})
+        assert "expectedVersion=2" in stale
+
+        too_many = await s.session.call_tool(
+            "agor_kb_archive_bulk", {"archived": True, "targets": [{"documentId": str(doc.pk)}] * 51}
+        )
+        assert too_many.is_error
+        bulk = await s.ok(
+            "agor_kb_archive_bulk",
+            {"archived": True, "targets": [{"documentId": str(doc.pk)}, {"documentId": str(secret.pk)}]},
+        )
+        assert [r["status"] for r in bulk["results"]] == ["archived", "error"]
+        assert bulk["results"][1]["code"] == "not_found" and "Secret" not in json.dumps(bulk)
+
+        # teammate memory
+        context = await s.ok("agor_teammate_context", {})
+        assert context["namespace"] == "teammate-alice"
+        first = await s.ok(
+            "agor_teammate_memory_append", {"bullets": "likes tea", "idempotencyKey": "k", "date": "2026-12-01"}
+        )
+        second = await s.ok(
+            "agor_teammate_memory_append", {"bullets": "likes tea", "idempotencyKey": "k", "date": "2026-12-01"}
+        )
+        assert not first["appended"][0]["deduped"] and second["appended"][0]["deduped"]
+        found = await s.ok("agor_teammate_memory_search", {"query": "tea"})
+        assert found["total"] == 1 and found["data"][0]["document"]["path"] == "memory/2026-12-01.md"
+        assert "No memory bullets" in await s.fails("agor_teammate_memory_append", {"bullets": " "})
+
+    startup = run_bridge(live_server, alice.token, tmp_path, scenario)
+    assert startup < 30
+
+
+def test_rejected_token_gives_one_clear_error_per_tool(live_server, alice, tmp_path):
+    async def scenario(s: Session) -> None:
+        message = await s.fails("agor_kb_search", {"query": "x"})
+        assert "rejected the token" in message
+        assert "rejected the token" in await s.fails("agor_kb_namespaces_list", {})
+
+    run_bridge(live_server, "kb_not-a-real-token", tmp_path, scenario)
