@@ -9,6 +9,7 @@ from config import views
 urlpatterns = [
     path("health", views.health, name="health"),
     path("kb/me", views.me, name="me"),
+    path("kb/", include("workspaces.api.urls")),
     path("kb/", include("knowledge.api.urls")),
     path("kb/schema", SpectacularAPIView.as_view(), name="schema"),
     path("kb/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -190,3 +190,20 @@ class TeammateConfig(models.Model):
 
     def __str__(self) -> str:
         return f"teammate {self.user} in {self.workspace}"
+
+
+class SemanticPolicy(models.Model):
+    """A workspace's semantic-search policy and its encrypted provider key (never returned)."""
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="semantic_policy")
+    policy = models.JSONField(default=dict, blank=True)
+    api_key_sealed = models.TextField(blank=True, help_text="AES-256-GCM ciphertext bound to the workspace.")
+    generation = models.PositiveIntegerField(default=1, help_text="Bumped when provider, model, key or size change.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "semantic search policy"
+        verbose_name_plural = "semantic search policies"
+
+    def __str__(self) -> str:
+        return f"semantic policy of {self.workspace}"

@@ -1,9 +1,11 @@
 """Settings shared by every environment; the others only override."""
 
+from pathlib import Path
 from urllib.parse import unquote
 
 from config import __version__
-from config.env import VAR_DIR, env
+from config.env import BASE_DIR, VAR_DIR, env
+from config.yaml_config import load_yaml_config
 
 KNOWLEDGE_VERSION = __version__
 
@@ -144,6 +146,14 @@ CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Optional deployment file; its old `knowledge:` block is refused (settings are per workspace now).
+_config_file = env("KNOWLEDGE_CONFIG_FILE", default=str(BASE_DIR / "config.yaml"))
+DEPLOYMENT_CONFIG = load_yaml_config(Path(_config_file) if _config_file else None)
+
+# AES-256-GCM keys for stored provider secrets, newest first (base64, 32 bytes each). Old keys
+# keep decrypting until every ciphertext has been re-sealed with the newest one.
+KNOWLEDGE_SECRET_KEYS = env.list("KNOWLEDGE_SECRET_KEYS", default=[])
 
 LOGGING = {
     "version": 1,

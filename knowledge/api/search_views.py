@@ -17,6 +17,7 @@ from knowledge.api.views import parse, responses
 from knowledge.models import DocumentKind, DocumentStatus, SearchChunk
 from knowledge.search import HEADER_ORDINAL, make_snippet, run_search
 from knowledge.search_query import parse_query
+from workspaces import semantic
 from workspaces.models import Visibility
 
 MAX_SEARCH_OFFSET = 10_000
@@ -102,13 +103,14 @@ class SearchView(APIView):
 
     def _search(self, request: Request, data: Any) -> Response:
         query = parse(SearchQuerySerializer, data)
-        if query["mode"] != "text":
-            raise Invalid(
-                "Semantic and hybrid search are not available on this deployment: no embedding "
-                "provider is configured. Use mode=text.",
-                code="semantic_unavailable",
-            )
         actor = request.actor
+        if query["mode"] != "text":
+            reason = semantic.public_policy(semantic.policy_row(actor))["unavailable_reason"]
+            raise Invalid(
+                f"{query['mode'].capitalize()} search is unavailable: {reason} Use mode=text.",
+                code="semantic_unavailable",
+                reason=reason,
+            )
         filters = selectors.DocumentFilters(
             namespace=query.get("namespace"),
             path_prefix=query.get("path_prefix"),

@@ -6,28 +6,56 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workspaces', '0001_initial'),
+        ("workspaces", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TeammateConfig',
+            name="TeammateConfig",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('memory_path_template', models.CharField(default='memory/{{YYYY-MM-DD}}.md', max_length=200)),
-                ('memory_visibility', models.CharField(choices=[('public', 'Public'), ('private', 'Private')], default='private', max_length=10)),
-                ('memory_edit_policy', models.CharField(default='owner', max_length=10)),
-                ('grants', models.JSONField(blank=True, default=list, help_text='[{namespace: slug, access: read|write}]')),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('home_namespace', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='teammates', to='workspaces.namespace')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='teammate_configs', to=settings.AUTH_USER_MODEL)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='teammates', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("memory_path_template", models.CharField(default="memory/{{YYYY-MM-DD}}.md", max_length=200)),
+                (
+                    "memory_visibility",
+                    models.CharField(
+                        choices=[("public", "Public"), ("private", "Private")], default="private", max_length=10
+                    ),
+                ),
+                ("memory_edit_policy", models.CharField(default="owner", max_length=10)),
+                (
+                    "grants",
+                    models.JSONField(blank=True, default=list, help_text="[{namespace: slug, access: read|write}]"),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "home_namespace",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="teammates",
+                        to="workspaces.namespace",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="teammate_configs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="teammates", to="workspaces.workspace"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('workspace', 'user'), name='teammate_unique_user')],
+                "constraints": [models.UniqueConstraint(fields=("workspace", "user"), name="teammate_unique_user")],
             },
         ),
     ]
