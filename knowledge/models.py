@@ -146,3 +146,32 @@ class SearchChunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.ordinal}"
+
+
+class SearchTerm(models.Model):
+    """One stemmed term of one document with its frequencies: PostgreSQL's inverted index for ranking.
+
+    GIN answers "which chunks match" but ranking or counting a common term then reads every
+    matching tsvector. These narrow rows, read through a covering index, give document
+    frequency, term frequency and length, so BM25 over every match costs an index-only scan.
+    """
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+", db_index=False)
+    lexeme = models.CharField(max_length=255)
+    body_tf = models.PositiveIntegerField(default=0)
+    title_tf = models.PositiveIntegerField(default=0)
+    doc_length = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["lexeme"],
+                name="searchterm_lexeme",
+                opclasses=["text_pattern_ops"],
+                include=["document", "body_tf", "title_tf", "doc_length"],
+            ),
+            models.Index(fields=["document"], name="searchterm_document"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme}@{self.document_id}"

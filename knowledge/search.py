@@ -15,7 +15,7 @@ from uuid import UUID
 
 from django.db import connection
 
-from knowledge.models import Document, SearchChunk
+from knowledge.models import Document, SearchChunk, SearchTerm
 from knowledge.search_query import Clause, ParsedQuery, Term
 
 CHUNK_TARGET_CHARS = 1800
@@ -75,12 +75,39 @@ def index_document(document: Document, content: str) -> None:
         for i, (start, end, text) in enumerate(chunk_lines(content))
     ]
     SearchChunk.objects.bulk_create(rows, batch_size=500)
+    _index_terms(document)
 
 
 def index_header(document: Document) -> None:
     """Re-index only title and path (after a rename or move)."""
     SearchChunk.objects.filter(document=document, ordinal=HEADER_ORDINAL)._raw_delete(using="default")
     _header(document).save()
+    _index_terms(document)
+
+
+def _index_terms(document: Document) -> None:
+    """PostgreSQL: rebuild the document's term rows from its chunks' tsvectors, in one statement."""
+    if connection.vendor != "postgresql":
+        return
+    SearchTerm.objects.filter(document=document)._raw_delete(using="default")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO knowledge_searchterm (document_id, lexeme, body_tf, title_tf, doc_length)
+            SELECT document_id, lexeme, body_tf, title_tf, SUM(body_tf) OVER ()
+            FROM (
+                SELECT c.document_id, t.lexeme,
+                       SUM(CASE WHEN c.ordinal >= 0 THEN COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
+                           AS body_tf,
+                       SUM(CASE WHEN c.ordinal < 0 THEN COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
+                           AS title_tf
+                FROM knowledge_searchchunk c, unnest(c.search_vector) t
+                WHERE c.document_id = %s AND length(t.lexeme) <= 255
+                GROUP BY c.document_id, t.lexeme
+            ) terms
+            """,
+            [document.pk],
+        )
 
 
 # --- query building ------------------------------------------------------------------------
@@ -184,6 +211,8 @@ def run_search(*, query: ParsedQuery, scope_sql: str, scope_params: list[Any], l
 
     `scope_sql` selects the ids of documents the actor may see under the request's filters.
     """
+    if connection.vendor == "postgresql":
+        return pg_run_search(query=query, scope_sql=scope_sql, scope_params=scope_params, limit=limit, offset=offset)
     clauses, excluded, indexed = _plan(query)
     if not clauses:
         return SearchResult(total=0, ranked=[], best_chunks={}, relaxed=query.relaxed)
@@ -292,3 +321,151 @@ def make_snippet(text: str, start_line: int, words: list[str], max_lines: int) -
         "start_line": start_line + first,
         "end_line": start_line + first + max(len(selected) - 1, 0),
     }
+
+
+# --- PostgreSQL ranking over the term table ------------------------------------------------
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+AVERAGE_LENGTH = 800.0  # words; BM25 is insensitive to the exact value at this scale
+TITLE_WEIGHT = 8
+PROXIMITY_WINDOW = 200  # the top candidates that get the words-side-by-side bonus
+LIKE_ESCAPE = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
+
+
+def _lexemes(words: list[str]) -> list[list[str]]:
+    """PostgreSQL's english stems of each word ([] for stop words)."""
+    if not words:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT w.i, t.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, i) "
+            "CROSS JOIN LATERAL unnest(to_tsvector('english', w.word)) AS t",
+            [words],
+        )
+        found: dict[int, list[str]] = {}
+        for index, lexeme in cursor.fetchall():
+            found.setdefault(index - 1, []).append(lexeme)
+    return [found.get(i, []) for i in range(len(words))]
+
+
+def _bm25_sql() -> str:
+    return (
+        f"LN(1 + (n.docs - t.df + 0.5) / (t.df + 0.5)) * (t.tf * {BM25_K1 + 1}) / "
+        f"(t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * t.doc_length / {AVERAGE_LENGTH}))"
+    )
+
+
+def _term_rows(condition: str) -> str:
+    """Term rows matching `condition`, with their global document frequency."""
+    return (
+        f"SELECT document_id, lexeme, (body_tf + {TITLE_WEIGHT} * title_tf)::float AS tf, doc_length, "
+        f"COUNT(*) OVER (PARTITION BY lexeme)::float AS df FROM knowledge_searchterm WHERE {condition}"
+    )
+
+
+def _pg_term_select(term: Term, stems: dict[str, list[str]]) -> tuple[str, list[Any]] | None:
+    """SELECT document_id, score for one term (word, prefix or phrase); None if it cannot match."""
+    if term.prefix:
+        prefix = "".join(term.words).translate(LIKE_ESCAPE) if len(term.words) == 1 else None
+        if prefix is None:  # a prefix phrase ("foo-ba*"): match the phrase through the chunks
+            return None
+        return (
+            f"SELECT t.document_id, SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme LIKE %s')}) t, n "
+            f"WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id",
+            [prefix + "%"],
+        )
+    lexemes = sorted({lex for word in term.words for lex in stems.get(word, [])})
+    if not lexemes:
+        return None
+    sql = (
+        f"SELECT t.document_id, SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme = ANY(%s)')}) t, n "
+        f"WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id"
+    )
+    params: list[Any] = [lexemes]
+    if term.is_phrase:
+        sql += (
+            " HAVING COUNT(DISTINCT t.lexeme) = %s AND EXISTS (SELECT 1 FROM knowledge_searchchunk c "
+            "WHERE c.document_id = t.document_id AND c.search_vector @@ phraseto_tsquery('english', %s))"
+        )
+        params += [len(lexemes), " ".join(term.words)]
+    return sql, params
+
+
+def _pg_clause_select(clause: Clause, index: int, stems: dict[str, list[str]]) -> tuple[str, list[Any]] | None:
+    parts = [part for part in (_pg_term_select(term, stems) for term in clause.alternatives) if part]
+    if not parts:
+        return None
+    union = " UNION ALL ".join(sql for sql, _ in parts)
+    params = [p for _, clause_params in parts for p in clause_params]
+    return (
+        f"SELECT document_id, {index} AS clause, MAX(score) AS score FROM ({union}) alt_{index} GROUP BY document_id",
+        params,
+    )
+
+
+def pg_run_search(
+    *, query: ParsedQuery, scope_sql: str, scope_params: list[Any], limit: int, offset: int
+) -> SearchResult:
+    """BM25 over every in-scope match via index-only scans of the term table."""
+    words = sorted({w for c in query.clauses + query.excluded for t in c.alternatives for w in t.words})
+    stems = dict(zip(words, _lexemes(words), strict=True))
+    selects: list[tuple[str, list[Any]]] = []
+    for index, clause in enumerate(query.clauses):
+        part = _pg_clause_select(clause, index, stems)
+        if part:
+            selects.append(part)
+    if not selects:
+        return SearchResult(total=0, ranked=[], best_chunks={}, relaxed=query.relaxed)
+    required = 1 if query.relaxed else len(selects)
+    excluded = [part for i, c in enumerate(query.excluded) if (part := _pg_clause_select(c, 1000 + i, stems))]
+    clause_sql = " UNION ALL ".join(sql for sql, _ in selects)
+    clause_params = [p for _, params in selects for p in params]
+    exclusion, exclusion_params = "", []
+    if excluded:
+        exclusion = (
+            "AND document_id NOT IN (SELECT document_id FROM ("
+            + " UNION ALL ".join(sql for sql, _ in excluded)
+            + ") excluded_hits)"
+        )
+        exclusion_params = [p for _, params in excluded for p in params]
+    proximity_sql, proximity_params = "0", []
+    if query.relaxed and len(query.clauses) >= 2:
+        phrase = " ".join(w for c in query.clauses for w in c.alternatives[0].words)
+        proximity_sql = (
+            "CASE WHEN rank_no <= %s AND coverage = %s AND EXISTS (SELECT 1 FROM knowledge_searchchunk c "
+            "WHERE c.document_id = base.document_id AND c.search_vector @@ phraseto_tsquery('english', %s)) "
+            "THEN 1 ELSE 0 END"
+        )
+        proximity_params = [PROXIMITY_WINDOW, len(selects), phrase]
+    base = f"""
+        WITH scope AS ({scope_sql}),
+        n AS (SELECT COUNT(*)::float AS docs FROM knowledge_document),
+        per_clause AS ({clause_sql}),
+        per_doc AS (
+            SELECT document_id, COUNT(*) AS coverage, SUM(score) AS score FROM per_clause GROUP BY document_id
+        ),
+        ranked AS (SELECT * FROM per_doc WHERE coverage >= %s {exclusion}),
+        base AS (
+            SELECT *, ROW_NUMBER() OVER (ORDER BY coverage DESC, score DESC, document_id) AS rank_no FROM ranked
+        )
+    """
+    params = [*scope_params, *clause_params, required, *exclusion_params]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            base
+            + f""" SELECT document_id, coverage, score, COUNT(*) OVER () FROM (
+                SELECT document_id, coverage, score, rank_no, {proximity_sql} AS together FROM base
+            ) b ORDER BY coverage DESC, together DESC, CASE WHEN together = 1 THEN score ELSE 0 END DESC,
+              rank_no LIMIT %s OFFSET %s""",
+            [*params, *proximity_params, limit, offset],
+        )
+        rows = cursor.fetchall()
+        if rows:
+            total = rows[0][3]
+        else:
+            cursor.execute(base + " SELECT COUNT(*) FROM ranked", params)
+            total = cursor.fetchone()[0]
+    ranked = [RankedDocument(document_id=UUID(str(r[0])), coverage=int(r[1]), score=float(r[2])) for r in rows]
+    _, _, indexed = _plan(query)
+    return SearchResult(total=total, ranked=ranked, best_chunks=_best_chunks(indexed, ranked), relaxed=query.relaxed)
