@@ -131,20 +131,6 @@ def build_tree(
 # --- tree selector -------------------------------------------------------------------------
 
 
-def _under_folder(queryset: QuerySet[Document], prefix: str) -> QuerySet[Document]:
-    """Documents at or below a folder, compared case-sensitively on both databases.
-
-    `path__startswith` alone is a LIKE, which SQLite evaluates case-insensitively; the Substr
-    equality keeps `Guides/...` out of `guides`, and the LIKE keeps the query selective.
-    """
-    if not prefix:
-        return queryset
-    head = prefix + "/"
-    return queryset.alias(_nav_head=Substr("path", 1, len(head))).filter(
-        Q(path=prefix) | Q(path__startswith=head, _nav_head=head)
-    )
-
-
 def namespace_tree(
     *,
     actor: Actor,
@@ -185,7 +171,7 @@ def namespace_tree(
         .select_related(None)
         .only(*TREE_FIELDS)
     )
-    queryset = _under_folder(queryset, prefix)
+    queryset = selectors.under_folder(queryset, prefix, include_self=True)
     total = queryset.count()
     rows = list(queryset[offset : offset + limit + 1]) if offset < total else []
     has_more = len(rows) > limit

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from django.db.models import Q, QuerySet
+from django.db.models.functions import Substr
 
 from config.exceptions import Invalid, NotFound
 from knowledge.models import Document, DocumentStatus, DocumentVersion
@@ -109,9 +110,7 @@ def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bo
     if filters.path:
         queryset = queryset.filter(path=normalise_path(filters.path))
     if filters.path_prefix:
-        folder = normalise_folder(filters.path_prefix)
-        if folder:
-            queryset = queryset.filter(path__startswith=folder + "/")
+        queryset = under_folder(queryset, normalise_folder(filters.path_prefix))
     for field in ("kind", "visibility", "status"):
         value = getattr(filters, field)
         if value:
@@ -128,6 +127,21 @@ def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bo
     if ordering is None:
         raise Invalid(f"order must be one of {', '.join(DOCUMENT_ORDERINGS)}.", code="invalid", field="order")
     return queryset.order_by(*ordering)
+
+
+def under_folder(queryset: QuerySet[Document], folder: str, *, include_self: bool = False) -> QuerySet[Document]:
+    """Documents below a folder, compared case-sensitively on both databases.
+
+    `path__startswith` alone is a LIKE, which SQLite evaluates case-insensitively; the Substr
+    equality keeps `Guides/...` out of `guides`, and the LIKE keeps the query selective.
+    """
+    if not folder:
+        return queryset
+    head = folder + "/"
+    below = Q(path__startswith=head, _folder_head=head)
+    return queryset.alias(_folder_head=Substr("path", 1, len(head))).filter(
+        below | Q(path=folder) if include_self else below
+    )
 
 
 def _parse_uuid(value: UUID | str) -> UUID:

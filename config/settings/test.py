@@ -1,5 +1,9 @@
 """Test settings: fast hashing, eager Celery, database from DATABASE_URL (SQLite by default)."""
 
+import os
+import tempfile
+from pathlib import Path
+
 from config.settings.base import *  # noqa: F403
 
 DEBUG = False
@@ -12,5 +16,7 @@ STORAGES = {
 }
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
-    # A file (not :memory:) so live-server threads get their own connections, as in production.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}  # noqa: F405
+    # A file (not :memory:) so live-server threads get their own connections, as in production;
+    # one per test run, so concurrent runs never share it.
+    _run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"kb-test-{_run}.sqlite3")}  # noqa: F405
