@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
-from django.db.models.functions import Lower, Substr
+from django.db.models import Case, IntegerField, Q, Value, When
+from django.db.models.functions import Lower
 
 from config.exceptions import Invalid
 from knowledge import selectors

@@ -121,18 +121,24 @@ def _fts5_clause(clause: Clause) -> str:
     return " OR ".join(_fts5_term(term) for term in clause.alternatives)
 
 
-def _pg_term(term: Term) -> tuple[str, str]:
+def _pg_term(term: Term) -> tuple[str, list[str]]:
     if term.prefix:
         pieces = [re.sub(r"\W+", "", w) or "x" for w in term.words]
-        return "to_tsquery('english', %s)", " <-> ".join([*pieces[:-1], pieces[-1] + ":*"])
+        return "to_tsquery('english', %s)", [" <-> ".join([*pieces[:-1], pieces[-1] + ":*"])]
     if term.is_phrase:
-        return "phraseto_tsquery('english', %s)", " ".join(term.words)
-    return "plainto_tsquery('english', %s)", term.words[0]
+        if term.token:
+            # PostgreSQL's parser keeps tokens such as "subprocess.run" or "http/2" whole.
+            return (
+                "(phraseto_tsquery('english', %s) || plainto_tsquery('english', %s))",
+                [" ".join(term.words), term.token],
+            )
+        return "phraseto_tsquery('english', %s)", [" ".join(term.words)]
+    return "plainto_tsquery('english', %s)", [term.words[0]]
 
 
 def _pg_clause(clause: Clause) -> tuple[str, list[str]]:
     parts = [_pg_term(term) for term in clause.alternatives]
-    return "(" + " || ".join(sql for sql, _ in parts) + ")", [param for _, param in parts]
+    return "(" + " || ".join(sql for sql, _ in parts) + ")", [p for _, params in parts for p in params]
 
 
 def _pg_drop_empty(clauses: list[Clause]) -> list[Clause]:
@@ -375,6 +381,18 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]]) -> tuple[str, list[
             f"WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id",
             [prefix + "%"],
         )
+    if term.is_phrase and term.token and len(stems.get(term.token, [])) == 1:
+        whole = stems[term.token][0]
+        if whole not in {lex for word in term.words for lex in stems.get(word, [])}:
+            phrase = _pg_term_select(Term(term.words), stems)
+            single = _pg_term_select(Term((term.token,)), stems)
+            parts = [part for part in (phrase, single) if part]
+            return (
+                "SELECT document_id, MAX(score) AS score FROM ("
+                + " UNION ALL ".join(sql for sql, _ in parts)
+                + ") token_alternatives GROUP BY document_id",
+                [p for _, params in parts for p in params],
+            )
     lexemes = sorted({lex for word in term.words for lex in stems.get(word, [])})
     if not lexemes:
         return None
@@ -408,7 +426,9 @@ def pg_run_search(
     *, query: ParsedQuery, scope_sql: str, scope_params: list[Any], limit: int, offset: int
 ) -> SearchResult:
     """BM25 over every in-scope match via index-only scans of the term table."""
-    words = sorted({w for c in query.clauses + query.excluded for t in c.alternatives for w in t.words})
+    words = sorted(
+        {w for c in query.clauses + query.excluded for t in c.alternatives for w in (*t.words, t.token) if w}
+    )
     stems = dict(zip(words, _lexemes(words), strict=True))
     selects: list[tuple[str, list[Any]]] = []
     for index, clause in enumerate(query.clauses):

@@ -34,6 +34,7 @@ class Term:
 
     words: tuple[str, ...]
     prefix: bool = False
+    token: str | None = None  # the original text of a punctuated token ("subprocess.run")
 
     @property
     def is_phrase(self) -> bool:
@@ -63,8 +64,12 @@ class ParsedQuery:
         return [w for c in self.clauses for t in c.alternatives for w in t.words]
 
 
+CONTRACTION = re.compile(r"(\w)['’](s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
+TOKEN_EDGES = re.compile(r"^\W+|\W+$")
+
+
 def _words(text: str) -> tuple[str, ...]:
-    return tuple(w.lower() for w in WORD.findall(text))
+    return tuple(w.lower() for w in WORD.findall(CONTRACTION.sub(r"\1", text)))
 
 
 def parse_query(text: str) -> ParsedQuery:
@@ -90,9 +95,10 @@ def parse_query(text: str) -> ParsedQuery:
         if negated or prefix:
             explicit = True
         if len(words) > 1:
-            # "foo-bar" or "a.b": keep the pieces together as a phrase.
-            items.append((negated, Term(words, prefix=prefix)))
-            explicit = True
+            # "read-only" or "subprocess.run": keep the pieces together as a phrase; the token
+            # itself is kept too, since PostgreSQL indexes some such tokens whole.
+            token = TOKEN_EDGES.sub("", CONTRACTION.sub(r"\1", body.rstrip("*"))).lower()
+            items.append((negated, Term(words, prefix=prefix, token=token)))
         else:
             items.append((negated, Term(words, prefix=prefix)))
 
@@ -127,12 +133,18 @@ def parse_query(text: str) -> ParsedQuery:
     if not clauses:
         # Only operators ("OR", "AND"): they were meant as words.
         clauses = [Clause((Term((w,)),)) for w in _words(text or "")]
-    plain_words = [c.alternatives[0].words[0] for c in clauses if len(c.alternatives) == 1]
     relaxed = not explicit and not excluded and len(clauses) >= 2
     if relaxed:
-        meaningful = [w for w in plain_words if w not in STOPWORDS]
+        # Drop stop words (single-word clauses only) and repeats; keep punctuated phrases whole.
+        meaningful: list[Clause] = []
+        seen: set[tuple[str, ...]] = set()
+        for clause in clauses:
+            term = clause.alternatives[0]
+            if (len(term.words) == 1 and term.words[0] in STOPWORDS) or term.words in seen:
+                continue
+            seen.add(term.words)
+            meaningful.append(clause)
         if meaningful:
-            seen: set[str] = set()
-            clauses = [Clause((Term((w,)),)) for w in meaningful if not (w in seen or seen.add(w))]
+            clauses = meaningful
         relaxed = len(clauses) >= 2
     return ParsedQuery(clauses=clauses[:MAX_CLAUSES], excluded=excluded[:MAX_CLAUSES], relaxed=relaxed)
