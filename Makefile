@@ -8,10 +8,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install run test test-sqlite test-postgres bench bench-quick lint format check clean
 
-$(STAMP): requirements/base.txt requirements/production.txt requirements/local.txt requirements/mcp.txt pyproject.toml
+$(STAMP): requirements/base.txt requirements/production.txt requirements/local.txt requirements/mcp.txt pyproject.toml $(wildcard package.json package-lock.json)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements/local.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	if [ -f package.json ]; then npm ci --no-audit --no-fund --loglevel=error; fi
 	touch $(STAMP)
 
 install: $(STAMP)

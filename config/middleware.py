@@ -1,4 +1,4 @@
-"""Request-level guards that must run before any view reads the body."""
+"""Request-level guards that must run before any view reads the body, and response headers."""
 
 from __future__ import annotations
 
@@ -34,3 +34,19 @@ class RequestSizeLimitMiddleware:
                 status=413,
             )
         return self.get_response(request)
+
+
+class ReaderContentSecurityPolicyMiddleware:
+    """Send the reader pages' Content-Security-Policy (no inline or remote scripts).
+
+    Applies to paths under `KNOWLEDGE_READER_CSP_PATHS`; a view that sets its own header keeps it.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.path.startswith(settings.KNOWLEDGE_READER_CSP_PATHS) and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = settings.KNOWLEDGE_READER_CSP
+        return response

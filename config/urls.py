@@ -1,4 +1,4 @@
-"""URL map: /kb/ API, public /health, OpenAPI schema and docs, admin."""
+"""URL map: /kb/ API, public /health, OpenAPI schema and docs, admin, /ui/ reader pages."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -15,6 +15,7 @@ urlpatterns = [
     path("kb/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("kb/redoc", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("admin/", admin.site.urls),
+    path("ui/", include("knowledge.ui.urls")),
 ]
 
 handler404 = "config.views.json_not_found"

@@ -1,0 +1,1 @@
+"""The link graph: document nodes, typed edges, link extraction and reference upkeep."""

@@ -187,8 +187,8 @@ def version_get(*, actor: Actor, document: Document, version: int | str) -> Docu
     access.require_document_read(actor, document)
     queryset = DocumentVersion.objects.filter(document=document).select_related("author")
     text = str(version)
-    if text.isdigit():
-        found = queryset.filter(number=int(text)).first()
+    if text.isascii() and text.isdigit():
+        found = queryset.filter(number=int(text)).first() if len(text) <= 9 else None
     else:
         try:
             found = queryset.filter(pk=UUID(text)).first()

@@ -30,6 +30,10 @@ METADATA_FIELDS = ("title", "icon", "kind", "metadata", "path")
 # Callbacks run after a content write commits (graph upkeep, chunking). Failures are logged
 # by the callbacks themselves and never undo the save.
 after_content_write: list[Callable[[UUID, UUID], None]] = []
+# After commit, when a document takes a path without a content write (a move or a restore).
+after_path_change: list[Callable[[UUID], None]] = []
+# After commit, when an archived namespace is restored with its documents.
+after_namespace_restore: list[Callable[[int], None]] = []
 
 
 @dataclass
@@ -43,6 +47,12 @@ def _on_commit_content(document: Document) -> None:
     document_id, version_id = document.id, document.current_version_id
     for callback in after_content_write:
         transaction.on_commit(lambda cb=callback: cb(document_id, version_id))
+
+
+def _on_commit_path(document: Document) -> None:
+    document_id = document.id
+    for callback in after_path_change:
+        transaction.on_commit(lambda cb=callback: cb(document_id))
 
 
 def _version_token(document: Document) -> dict[str, Any]:
@@ -315,6 +325,8 @@ def document_update(
             raise PathTaken(f"A document already exists at '{document.path}'.") from exc
         if "title" in updates or "path" in updates:
             index_header(document)
+        if "path" in updates:
+            _on_commit_path(document)
         result.changed = True
     if archived is True:
         result = _set_archived(actor, document, archived=True, expected_version=None, expected_archived=None)
@@ -358,6 +370,8 @@ def _set_archived(
             document.save(update_fields=["archived", "archived_at", "archived_with_namespace", "updated_at"])
     except IntegrityError as exc:
         raise PathTaken(f"Another active document now holds '{document.path}'.") from exc
+    if not archived:
+        _on_commit_path(document)
     return WriteResult(document=document, changed=True)
 
 
@@ -500,4 +514,8 @@ def namespace_set_archived(*, actor: Actor, namespace: Namespace, archived: bool
     namespace.archived_at = now if archived else None
     namespace.save(update_fields=["archived", "archived_at", "updated_at"])
     actor.forget_permissions()
+    if not archived:
+        namespace_id = namespace.pk
+        for callback in after_namespace_restore:
+            transaction.on_commit(lambda cb=callback: cb(namespace_id))
     return True

@@ -9,6 +9,14 @@ PYTEST=("$BIN/pytest" -n 2 -q)
 status=0
 
 "$BIN/ruff" check .
+
+# Browser tests drive Debian's Chromium (never a downloaded browser); CI runs as root.
+if [[ ! -x /usr/bin/chromium ]]; then
+  echo "== installing chromium for the browser tests =="
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+    || echo "could not install chromium: the browser tests under tests/ui will fail" >&2
+fi
+
 "$BIN/python" manage.py makemigrations --check --dry-run --settings=config.settings.test >/dev/null
 
 if [[ "$WHICH" == all || "$WHICH" == sqlite ]]; then

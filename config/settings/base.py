@@ -34,6 +34,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.ReaderContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RequestSizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -93,8 +94,28 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Admin messages may carry a freshly issued token: keep them server-side, not in a cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# Mermaid and KaTeX for the reader pages, installed by `npm ci` (package.json); never a CDN.
+STATICFILES_DIRS = [
+    (prefix, folder)
+    for prefix, folder in (
+        ("mermaid", BASE_DIR / "node_modules" / "mermaid" / "dist"),
+        ("katex", BASE_DIR / "node_modules" / "katex" / "dist"),
+    )
+    if folder.is_dir()
+]
+
+# Reader pages (/ui/) run no inline script; mermaid and KaTeX need inline styles.
+KNOWLEDGE_READER_CSP_PATHS = ("/ui/",)
+KNOWLEDGE_READER_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+    "form-action 'self'"
+)
 
 # Documents may hold up to 10 MiB of markdown; a JSON body escapes it, so the request
 # limit leaves room for the encoding while the content limit itself is checked exactly.

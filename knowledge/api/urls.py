@@ -14,5 +14,6 @@ urlpatterns = [
     path("", include("knowledge.api.structure_urls")),
     path("", include("knowledge.api.navigation_urls")),
     path("", include("knowledge.api.teammate_urls")),
+    path("", include("graph.api.urls")),
     *router.urls,
 ]

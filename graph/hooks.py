@@ -1,0 +1,55 @@
+"""Connects graph upkeep to knowledge's after-commit callbacks (called from GraphConfig.ready).
+
+Callbacks run inside `transaction.on_commit` of the request that saved; an exception here
+would surface in that request after its data is committed, so every failure (a broker that is
+down, a task that raises in eager mode) is logged and swallowed.
+"""
+
+from __future__ import annotations
+
+import logging
+from uuid import UUID
+
+logger = logging.getLogger(__name__)
+
+
+def on_content_write(document_id: UUID, version_id: UUID | None) -> None:
+    from graph.tasks import sync_references_task
+
+    try:
+        sync_references_task.delay(str(document_id), str(version_id) if version_id else None)
+    except Exception:
+        logger.exception("graph: could not queue the reference sync of document %s", document_id)
+
+
+def on_path_change(document_id: UUID, *_: object) -> None:
+    from graph.tasks import resolve_pending_links_task
+
+    try:
+        resolve_pending_links_task.delay(str(document_id))
+    except Exception:
+        logger.exception("graph: could not queue pending-link resolution for document %s", document_id)
+
+
+def on_namespace_restore(namespace_id: int, *_: object) -> None:
+    from graph.tasks import resolve_namespace_pending_links_task
+
+    try:
+        resolve_namespace_pending_links_task.delay(namespace_id)
+    except Exception:
+        logger.exception("graph: could not queue pending-link resolution for namespace %s", namespace_id)
+
+
+def _attach(hooks: object, callback: object) -> None:
+    if isinstance(hooks, list) and callback not in hooks:
+        hooks.append(callback)
+
+
+def connect() -> None:
+    """Register once (idempotent: `ready()` can run more than once in tests and reloads)."""
+    from knowledge import services
+
+    _attach(services.after_content_write, on_content_write)
+    # Moves/restores and namespace restores, once knowledge.services offers these hook lists.
+    _attach(getattr(services, "after_path_change", None), on_path_change)
+    _attach(getattr(services, "after_namespace_restore", None), on_namespace_restore)

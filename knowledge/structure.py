@@ -1,0 +1,365 @@
+"""Document structure: the heading outline and line-range selection (pure, no ORM).
+
+Line model, shared with `knowledge.edits`: CRLF becomes LF, lines are 1-based, and a final
+newline ends the last line instead of starting an empty one (`"a\\nb\\n"` has 2 lines, like an
+editor shows it). Text *inside* a range (range content, `expected_text`, replacement text) is
+lines joined with "\\n", so what a range returns can be sent back unchanged.
+
+Headings come from a CommonMark parser (markdown-it-py), so `#` lines inside fenced or indented
+code are not headings and setext headings count. YAML front matter is not parsed as markdown:
+its closing `---` would otherwise turn the last front-matter line into a setext heading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from itertools import accumulate
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from config.exceptions import Invalid
+from knowledge.content import FRONTMATTER, parse_frontmatter
+
+MAX_DEPTH = 6
+SECTION_REF = re.compile(r"root(?:\.h[1-6]\[[1-9][0-9]*\])+")
+_PUNCTUATION = re.compile(r"[^\w\s-]")
+_SPACES = re.compile(r"\s+")
+_CRLF = re.compile(r"\r+\n")
+
+
+# --- lines -------------------------------------------------------------------------------------
+
+
+def normalise_newlines(text: str) -> str:
+    """CRLF to LF. Any run of CRs before a LF goes, so normalising twice changes nothing."""
+    return _CRLF.sub("\n", text) if "\r" in text else text
+
+
+def split_document(text: str) -> tuple[list[str], bool]:
+    """(lines, ends_with_newline) of LF-normalised text; `join_document` is its inverse."""
+    text = normalise_newlines(text)
+    if text == "":
+        return [], True
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+        return lines, True
+    return lines, False
+
+
+def join_document(lines: list[str], ends_with_newline: bool) -> str:
+    """Render lines as document text.
+
+    A last line that is empty always gets its newline: without it the line would vanish when
+    the text is split again, and every line number after an edit has to survive a round trip.
+    """
+    if not lines:
+        return ""
+    text = "\n".join(lines)
+    if ends_with_newline or lines[-1] == "":
+        text += "\n"
+    return text
+
+
+def split_fragment(text: str) -> list[str]:
+    """Lines of text sent *into* a range (replacement, inserted content): a plain split on LF."""
+    return normalise_newlines(text).split("\n")
+
+
+def lines_md5(lines: list[str]) -> str:
+    """The `content_md5` of a range: md5 hex of its lines joined with LF (no trailing newline)."""
+    return hashlib.md5("\n".join(lines).encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+# --- outline -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    title: str
+    heading_path: str
+    section_ref: str
+    occurrence: int
+    start_line: int
+    end_line: int
+    content_start_line: int
+    chars: int
+    anchor: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Outline:
+    line_count: int
+    headings: tuple[Heading, ...]
+
+    def up_to(self, max_depth: int = MAX_DEPTH) -> list[Heading]:
+        """Headings of level <= max_depth. Section bounds always account for every heading."""
+        return [heading for heading in self.headings if heading.level <= max_depth]
+
+
+@dataclass(frozen=True)
+class _RawHeading:
+    level: int
+    title: str
+    start_line: int
+    end_of_heading: int  # last line of the heading itself (setext headings span 2+ lines)
+
+
+@lru_cache(maxsize=1)
+def _block_parser() -> MarkdownIt:
+    # Inline parsing is the expensive part and only heading text needs it.
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("inline")
+
+
+@lru_cache(maxsize=1)
+def _inline_parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable(["strikethrough"])
+
+
+def _plain_text(tokens: list[Token]) -> str:
+    """Heading text through emphasis, links, code spans and image alt text; raw HTML dropped."""
+    parts: list[str] = []
+    for token in tokens:
+        if token.type in ("text", "code_inline"):
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif token.children:
+            parts.append(_plain_text(token.children))
+    return "".join(parts)
+
+
+def _heading_title(source: str, env: dict[str, Any]) -> str:
+    tokens = _inline_parser().parseInline(source, env)
+    text = _plain_text(tokens[0].children or []) if tokens else ""
+    return _SPACES.sub(" ", text).strip()
+
+
+def _markdown_source(text: str) -> str:
+    """What the parser sees: front matter blanked (line numbers kept), lone CRs made spaces.
+
+    markdown-it treats a lone CR as a line break; our line model does not, so it must not either.
+    """
+    match = FRONTMATTER.match(text)
+    if match and parse_frontmatter(text):
+        text = "\n" * match.group(0).count("\n") + text[match.end() :]
+    return text.replace("\r", " ")
+
+
+def _raw_headings(text: str) -> list[_RawHeading]:
+    env: dict[str, Any] = {}
+    tokens = _block_parser().parse(_markdown_source(text), env)
+    found: list[_RawHeading] = []
+    for index, token in enumerate(tokens):
+        if token.type != "heading_open" or token.map is None:
+            continue
+        inline = tokens[index + 1]
+        title = _heading_title(inline.content, env)
+        if not title:
+            continue  # an empty heading is no section
+        found.append(_RawHeading(int(token.tag[1]), title, token.map[0] + 1, token.map[1]))
+    return found
+
+
+def slugify(title: str) -> str:
+    """Anchor for a title: lowercase, punctuation stripped, spaces to '-', 'section' if empty."""
+    slug = _SPACES.sub("-", _PUNCTUATION.sub("", title.lower()).strip())
+    return slug or "section"
+
+
+def outline(text: str) -> Outline:
+    """Every heading with its section bounds, breadcrumb, occurrence and section ref.
+
+    Section refs follow heading depth, not nesting of the stack: `# A` then `#### D` gives
+    `root.h1[1].h4[1]`; ordinals count same-level headings under the same parent.
+    """
+    text = normalise_newlines(text)
+    lines, _ = split_document(text)
+    line_count = len(lines)
+    # offsets[i] = index in `text` where line i+1 starts; offsets[line_count] = len(text).
+    offsets = [0, *accumulate(len(line) + 1 for line in lines)]
+    offsets[-1] = len(text)
+    raw = _raw_headings(text)
+
+    # A section ends before the next heading of the same or a higher level, else at EOF.
+    ends = [line_count] * len(raw)
+    open_sections: list[int] = []
+    for position, heading in enumerate(raw):
+        while open_sections and raw[open_sections[-1]].level >= heading.level:
+            ends[open_sections.pop()] = heading.start_line - 1
+        open_sections.append(position)
+
+    headings: list[Heading] = []
+    stack: list[tuple[int, str, str]] = []  # (level, section_ref, title) of open ancestors
+    ordinals: Counter[tuple[str, int]] = Counter()
+    occurrences: Counter[str] = Counter()
+    for heading, end_line in zip(raw, ends, strict=True):
+        while stack and stack[-1][0] >= heading.level:
+            stack.pop()
+        parent_ref = stack[-1][1] if stack else "root"
+        ordinals[parent_ref, heading.level] += 1
+        section_ref = f"{parent_ref}.h{heading.level}[{ordinals[parent_ref, heading.level]}]"
+        path = " > ".join([*(title for _, _, title in stack), heading.title])
+        occurrences[path] += 1
+        stack.append((heading.level, section_ref, heading.title))
+        headings.append(
+            Heading(
+                level=heading.level,
+                title=heading.title,
+                heading_path=path,
+                section_ref=section_ref,
+                occurrence=occurrences[path],
+                start_line=heading.start_line,
+                end_line=end_line,
+                content_start_line=heading.end_of_heading + 1,
+                chars=offsets[end_line] - offsets[heading.start_line - 1],
+                anchor=slugify(heading.title),
+            )
+        )
+    return Outline(line_count=line_count, headings=tuple(headings))
+
+
+# --- ranges ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceRange:
+    start_line: int
+    end_line: int
+    omitted_before: int
+    omitted_after: int
+
+
+@dataclass(frozen=True)
+class LineRange:
+    start_line: int
+    end_line: int
+    context_start_line: int
+    context_end_line: int
+    source_range: SourceRange | None
+    content: str
+    numbered_content: str | None
+    content_md5: str
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.source_range is None:
+            data.pop("source_range")
+        if self.numbered_content is None:
+            data.pop("numbered_content")
+        return data
+
+
+def _normalise_path(path: str) -> str:
+    return " > ".join(_SPACES.sub(" ", part).strip() for part in path.split(">"))
+
+
+def find_section(
+    found: Outline,
+    *,
+    section_ref: str | None = None,
+    heading_path: str | None = None,
+    occurrence: int = 1,
+) -> Heading:
+    """The heading a section ref or heading path (+ occurrence) names, or a coded 400."""
+    if section_ref:
+        ref = section_ref.strip()
+        for heading in found.headings:
+            if heading.section_ref == ref:
+                return heading
+        hint = "" if SECTION_REF.fullmatch(ref) else " (refs look like root.h1[1].h2[3]; see the outline)"
+        raise Invalid(f"Section ref not found: {section_ref}{hint}", code="section_not_found")
+    wanted = _normalise_path(heading_path or "")
+    matches = [heading for heading in found.headings if _normalise_path(heading.heading_path) == wanted]
+    if not matches:
+        raise Invalid(f"Heading not found: {heading_path}", code="heading_not_found")
+    if occurrence > len(matches):
+        raise Invalid(
+            f'Heading "{heading_path}" occurrence {occurrence} not found (matches: {len(matches)})',
+            code="occurrence_not_found",
+            matches=len(matches),
+        )
+    return matches[occurrence - 1]
+
+
+def select_range(
+    text: str,
+    *,
+    section_ref: str | None = None,
+    heading_path: str | None = None,
+    occurrence: int = 1,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    context_lines: int = 2,
+    offset_lines: int | None = None,
+    max_lines: int | None = None,
+    include_line_numbers: bool = True,
+) -> LineRange:
+    """Lines of a section or an explicit range, optionally paged, with context around them.
+
+    Precedence: section_ref, then heading_path + occurrence, then start_line/end_line. Paging
+    (offset_lines and/or max_lines) narrows the selection; context is added afterwards and
+    clamped to the document. `content_md5` covers the selected lines only, so it can be sent
+    as `expected_md5` in an edit of exactly that range.
+    """
+    lines, _ = split_document(text)
+    line_count = len(lines)
+    if section_ref or heading_path:
+        heading = find_section(outline(text), section_ref=section_ref, heading_path=heading_path, occurrence=occurrence)
+        start, end = heading.start_line, heading.end_line
+    elif start_line is not None and end_line is not None:
+        start, end = start_line, end_line
+        if start < 1:
+            raise Invalid("start_line must be 1 or more.", code="invalid_range")
+        if end < start:
+            raise Invalid("end_line must be greater than or equal to start_line", code="invalid_range")
+        if end > line_count:
+            raise Invalid(
+                f"Requested range exceeds document length ({line_count} lines)",
+                code="range_out_of_bounds",
+                line_count=line_count,
+            )
+    else:
+        raise Invalid("Provide start_line + end_line, section_ref, or heading_path.", code="range_required")
+
+    source: SourceRange | None = None
+    if offset_lines is not None or max_lines is not None:
+        offset = offset_lines or 0
+        if offset < 0:
+            raise Invalid("offset_lines must be 0 or more.", code="invalid_offset")
+        if offset >= end - start + 1:
+            raise Invalid(
+                f"offset_lines must be less than the selected range length ({end - start + 1} lines)",
+                code="invalid_offset",
+            )
+        paged_start = start + offset
+        paged_end = end if max_lines is None else min(end, paged_start + max_lines - 1)
+        source = SourceRange(start, end, omitted_before=offset, omitted_after=end - paged_end)
+        start, end = paged_start, paged_end
+
+    context_start = max(1, start - context_lines)
+    context_end = min(line_count, end + context_lines)
+    shown = lines[context_start - 1 : context_end]
+    numbered = None
+    if include_line_numbers:
+        numbered = "\n".join(f"{number}: {line}" for number, line in enumerate(shown, start=context_start))
+    return LineRange(
+        start_line=start,
+        end_line=end,
+        context_start_line=context_start,
+        context_end_line=context_end,
+        source_range=source,
+        content="\n".join(shown),
+        numbered_content=numbered,
+        content_md5=lines_md5(lines[start - 1 : end]),
+    )

@@ -1,0 +1,1 @@
+"""Server-rendered reader pages (Django templates, session login) over the knowledge selectors."""
