@@ -15,6 +15,5 @@ urlpatterns = [
     path("", include("knowledge.api.navigation_urls")),
     path("", include("knowledge.api.teammate_urls")),
     path("", include("graph.api.urls")),
-    path("", include("transfer.api.urls")),
     *router.urls,
 ]

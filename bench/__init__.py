@@ -1,1 +1,0 @@
-"""Benchmarks (`make bench`); not part of the application or the test suite."""
