@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# `make bench`: for SQLite and then embedded PostgreSQL, migrate a fresh database, load the
+# deterministic corpus, serve it with gunicorn on a free 127.0.0.1 port and measure the API.
+# Prints one markdown table per backend and writes var/bench/core-<backend>.json.
+# Usage: bench/run.sh [--quick] [sqlite|postgres ...]   (BENCH_KEEP_DB=1 keeps the SQLite file)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+OUT=var/bench
+SCALE=full
+SUFFIX=""
+BACKENDS=()
+for arg in "$@"; do
+  case "$arg" in
+    --quick) SCALE=quick; SUFFIX="-quick" ;;
+    sqlite|postgres) BACKENDS+=("$arg") ;;
+    *) echo "usage: bench/run.sh [--quick] [sqlite|postgres ...]" >&2; exit 2 ;;
+  esac
+done
+[[ ${#BACKENDS[@]} -gt 0 ]] || BACKENDS=(sqlite postgres)
+
+export DJANGO_SETTINGS_MODULE=config.settings.local DEBUG=false LOG_LEVEL=WARNING
+# Celery tasks (graph upkeep after saves) run in-process, as in the embedded default.
+export ALLOWED_HOSTS=127.0.0.1,localhost CELERY_TASK_ALWAYS_EAGER=true
+unset KNOWLEDGE_PUBLIC_URL
+WORKERS=2 THREADS=4
+SERVER="gunicorn config.wsgi, $WORKERS workers x $THREADS threads (gthread), 127.0.0.1"
+
+mkdir -p "$OUT"
+WORK="$(mktemp -d /tmp/kb-bench.XXXXXX)"
+SQLITE_DB="$PWD/$OUT/bench.sqlite3"
+GUNICORN_PID=""
+CHILD_PID=""
+PG_DIR=""
+
+# Long steps run in the background and are waited for, so that a signal reaches the traps at once.
+run_child() {
+  "$@" &
+  CHILD_PID=$!
+  local rc=0
+  wait "$CHILD_PID" || rc=$?
+  CHILD_PID=""
+  return "$rc"
+}
+
+stop_gunicorn() {
+  if [[ -n "$GUNICORN_PID" ]]; then
+    kill -TERM "$GUNICORN_PID" 2>/dev/null || true
+    wait "$GUNICORN_PID" 2>/dev/null || true
+    GUNICORN_PID=""
+  fi
+}
+
+stop_postgres() {
+  if [[ -n "$PG_DIR" ]]; then
+    "$BIN/python" tests/embedded_pg.py stop "$PG_DIR" || true
+    PG_DIR=""
+  fi
+}
+
+cleanup() {
+  if [[ -n "$CHILD_PID" ]]; then
+    kill -TERM "$CHILD_PID" 2>/dev/null || true
+    wait "$CHILD_PID" 2>/dev/null || true
+  fi
+  stop_gunicorn
+  stop_postgres
+  [[ "${BENCH_KEEP_DB:-0}" == 1 ]] || rm -f "$SQLITE_DB" "$SQLITE_DB-wal" "$SQLITE_DB-shm"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if ! DATABASE_URL="sqlite:///$WORK/check.sqlite3" "$BIN/python" manage.py makemigrations --check --dry-run \
+  >/dev/null 2>&1; then
+  echo "warning: some model changes have no migration yet; the numbers may not mean much" >&2
+fi
+
+elapsed_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
+
+# Every step ends in `|| return 1`: `set -e` does not apply inside a function called from `if`.
+run_backend() {
+  local backend="$1" state="$WORK/state-$1.json" log="$WORK/gunicorn-$1.log" started port
+  echo "== $backend ($SCALE corpus) ==" >&2
+  case "$backend" in
+    sqlite)
+      rm -f "$SQLITE_DB" "$SQLITE_DB-wal" "$SQLITE_DB-shm"
+      export DATABASE_URL="sqlite:///$SQLITE_DB"
+      ;;
+    postgres)
+      PG_DIR="$WORK/pg"
+      DATABASE_URL="$("$BIN/python" tests/embedded_pg.py start "$PG_DIR")" || return 1
+      export DATABASE_URL
+      ;;
+  esac
+
+  started="$EPOCHREALTIME"
+  run_child "$BIN/python" manage.py migrate --noinput >"$WORK/migrate-$backend.log" 2>&1 \
+    || { tail -n 20 "$WORK/migrate-$backend.log" >&2; return 1; }
+  run_child "$BIN/python" -m bench.knowledge_bench build --backend "$backend" --scale "$SCALE" --state "$state" \
+    --migrate-seconds "$(elapsed_since "$started")" || return 1
+
+  port="$("$BIN/python" -m bench.knowledge_bench free-port)" || return 1
+  "$BIN/gunicorn" config.wsgi --bind "127.0.0.1:$port" --workers "$WORKERS" --threads "$THREADS" \
+    --timeout 300 --graceful-timeout 10 --error-logfile "$log" --capture-output >>"$log" 2>&1 &
+  GUNICORN_PID=$!
+
+  if ! run_child "$BIN/python" -m bench.knowledge_bench measure --scale "$SCALE" --state "$state" \
+    --base-url "http://127.0.0.1:$port" --out "$OUT/core-$backend$SUFFIX.json" --server "$SERVER" \
+    --server-pid "$GUNICORN_PID" --server-log "$log"; then
+    cp "$log" "$OUT/gunicorn-$backend$SUFFIX.log"
+    echo "-- last lines of the gunicorn log (all of it: $OUT/gunicorn-$backend$SUFFIX.log) --" >&2
+    tail -n 15 "$log" >&2
+    return 1
+  fi
+  cp "$log" "$OUT/gunicorn-$backend$SUFFIX.log"
+  stop_gunicorn
+  [[ "$backend" != postgres ]] || stop_postgres
+}
+
+status=0
+files=()
+for backend in "${BACKENDS[@]}"; do
+  if run_backend "$backend"; then
+    files+=("$OUT/core-$backend$SUFFIX.json")
+  else
+    status=1
+    stop_gunicorn
+    stop_postgres
+  fi
+done
+
+echo
+[[ ${#files[@]} -eq 0 ]] || "$BIN/python" -m bench.knowledge_bench report "${files[@]}"
+echo "Raw numbers: ${files[*]:-none}" >&2
+exit "$status"
