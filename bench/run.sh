@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: for SQLite and then embedded PostgreSQL, migrate a fresh database, load the
 # deterministic corpus, serve it with gunicorn on a free 127.0.0.1 port and measure the API.
-# Prints one markdown table per backend and writes var/bench/core-<backend>.json.
+# Prints one markdown table per backend and writes var/bench/core-<backend>.json; then the
+# transfer benchmark (agor kb export / import) per backend, written to var/bench/transfer-<backend>.json.
 # Usage: bench/run.sh [--quick] [sqlite|postgres ...]   (BENCH_KEEP_DB=1 keeps the SQLite file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -134,4 +135,12 @@ done
 echo
 [[ ${#files[@]} -eq 0 ]] || "$BIN/python" -m bench.knowledge_bench report "${files[@]}"
 echo "Raw numbers: ${files[*]:-none}" >&2
+
+# Namespace export / import through the agor CLI (bench/transfer_bench.py starts its own
+# database and gunicorn); its table follows the API tables.
+for backend in "${BACKENDS[@]}"; do
+  echo "== transfer: $backend ($SCALE corpus) ==" >&2
+  run_child "$BIN/python" -m bench.transfer_bench --scale "$SCALE" --backend "$backend" \
+    --out "$OUT/transfer-$backend$SUFFIX.json" || status=1
+done
 exit "$status"

@@ -15,5 +15,6 @@ urlpatterns = [
     path("", include("knowledge.api.navigation_urls")),
     path("", include("knowledge.api.teammate_urls")),
     path("", include("graph.api.urls")),
+    path("", include("transfer.api.urls")),
     *router.urls,
 ]
