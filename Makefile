@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install run test test-sqlite test-postgres bench bench-quick lint format check clean
 
-$(STAMP): requirements/base.txt requirements/production.txt requirements/local.txt requirements/mcp.txt pyproject.toml $(wildcard package.json package-lock.json)
+$(STAMP): requirements/base.txt requirements/production.txt requirements/local.txt requirements/mcp.txt requirements/embeddings-local.txt pyproject.toml $(wildcard package.json package-lock.json)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements/local.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .

@@ -175,3 +175,77 @@ class SearchTerm(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lexeme}@{self.document_id}"
+
+
+class EmbeddingSpace(models.Model):
+    """One (provider, model, dimensions, base URL) of a workspace: vectors are only comparable inside it.
+
+    Several spaces coexist; the workspace policy selects the active one. Vectors live in the
+    `knowledge_chunkvector` table, created only where pgvector is available (embeddings/store.py),
+    with one partial HNSW index per space.
+    """
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    provider = models.CharField(max_length=40)
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    base_url = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "provider", "model", "dimensions", "base_url"], name="embeddingspace_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}:{self.dimensions}"
+
+
+class ChunkState(models.TextChoices):
+    PENDING = "pending", "pending"
+    CLAIMED = "claimed", "claimed"
+    EMBEDDED = "embedded", "embedded"
+    FAILED = "failed", "failed"
+
+
+class EmbeddingChunk(models.Model):
+    """A heading-aware chunk of a document's current version and its indexing state in the active space.
+
+    Rows are replaced when the content changes, so a worker still holding a claim on a replaced
+    row commits nothing. A claim is (claim_token, generation, lease_until from database time);
+    every later transition checks all three.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="embedding_chunks")
+    version = models.ForeignKey(DocumentVersion, on_delete=models.CASCADE, related_name="+")
+    ordinal = models.PositiveIntegerField()
+    heading_path = models.JSONField(default=list, blank=True)
+    anchor = models.CharField(max_length=300, blank=True)
+    start_line = models.PositiveIntegerField(default=1)
+    end_line = models.PositiveIntegerField(default=1)
+    text = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    tokens = models.PositiveIntegerField(default=0)
+    space = models.ForeignKey(EmbeddingSpace, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    state = models.CharField(max_length=10, choices=ChunkState.choices, default=ChunkState.PENDING)
+    claim_token = models.CharField(max_length=64, blank=True)
+    generation = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    available_at = models.DateTimeField(null=True, blank=True, help_text="Retry not before (provider backoff).")
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True)
+    embedded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["document", "ordinal"], name="embchunk_doc_ordinal"),
+            models.Index(fields=["state", "workspace"], name="embchunk_state_ws"),
+            models.Index(fields=["workspace", "content_hash"], name="embchunk_ws_hash"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.ordinal} ({self.state})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -26,6 +27,15 @@ SECTIONS = ("chunking", "indexing")
 OPENAI_MODELS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072}
 LOCAL_MODEL = ("all-MiniLM-L6-v2", 384)
 SPACE_FIELDS = ("provider", "model", "dimensions", "base_url")
+
+# After-commit listeners (workspace id, policy before, policy after, key changed): the embedding
+# pipeline re-queues affected chunks. Registered by knowledge, which depends on workspaces.
+after_policy_change: list[Callable[[int, dict[str, Any], dict[str, Any], bool], None]] = []
+
+
+def vector_store_problem() -> str | None:
+    """Why the vector store cannot serve queries (None when it can); replaced by knowledge's embeddings."""
+    return "No embedding index is available in this deployment yet."
 
 
 def _fail(errors: dict[str, str]) -> Invalid:
@@ -124,7 +134,7 @@ def unavailable_reason(policy: dict[str, Any], key_configured: bool) -> str | No
         return "Semantic search is disabled in this workspace's policy."
     if policy["provider"] != "local" and not key_configured:
         return "No embedding provider API key is configured for this workspace."
-    return "No embedding index is available in this deployment yet."
+    return vector_store_problem()
 
 
 def public_policy(row: SemanticPolicy) -> dict[str, Any]:
@@ -172,6 +182,9 @@ def policy_update(*, actor: Actor, patch: dict[str, Any]) -> dict[str, Any]:
         row.generation += 1
     row.policy = after
     row.save()
+    workspace_id = actor.workspace.pk
+    for callback in after_policy_change:
+        transaction.on_commit(lambda cb=callback: cb(workspace_id, before, after, key_changed))
     return public_policy(row)
 
 

@@ -3,6 +3,8 @@
 from pathlib import Path
 from urllib.parse import unquote
 
+from django.core.exceptions import ImproperlyConfigured
+
 from config import __version__
 from config.env import BASE_DIR, VAR_DIR, env
 from config.yaml_config import load_yaml_config
@@ -167,6 +169,24 @@ CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ACKS_LATE = True  # embedding work is fenced by claims, so redelivery after a crash is safe
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BEAT_SCHEDULE = {
+    # Redis only wakes workers; this poll recovers expired leases and work whose wake-up was lost.
+    "poll-embeddings": {
+        "task": "knowledge.tasks.poll_embeddings_task",
+        "schedule": env.float("KNOWLEDGE_EMBEDDING_POLL_SECONDS", default=15.0),
+    },
+}
+
+# Semantic search. "single": one workspace's policy batch size (1-128) per claim;
+# "required_from_auth": many workspaces share workers, each capped per batch and per scan.
+KNOWLEDGE_WORKSPACE_MODE = env("KNOWLEDGE_WORKSPACE_MODE", default="single")
+if KNOWLEDGE_WORKSPACE_MODE not in ("single", "required_from_auth"):
+    raise ImproperlyConfigured("KNOWLEDGE_WORKSPACE_MODE must be 'single' or 'required_from_auth'.")
+KNOWLEDGE_EMBEDDING_LEASE_SECONDS = env.int("KNOWLEDGE_EMBEDDING_LEASE_SECONDS", default=120)
+KNOWLEDGE_EMBEDDING_TIMEOUT = env.float("KNOWLEDGE_EMBEDDING_TIMEOUT", default=30.0)
+KNOWLEDGE_RRF_K = env.int("KNOWLEDGE_RRF_K", default=60)
 
 # Optional deployment file; its old `knowledge:` block is refused (settings are per workspace now).
 _config_file = env("KNOWLEDGE_CONFIG_FILE", default=str(BASE_DIR / "config.yaml"))

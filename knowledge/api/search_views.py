@@ -1,7 +1,8 @@
-"""GET/POST /kb/search: ranked text search (semantic and hybrid arrive with embeddings)."""
+"""GET/POST /kb/search: ranked text, semantic and hybrid search over what the caller may read."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -14,10 +15,10 @@ from config.exceptions import Invalid
 from knowledge import selectors
 from knowledge.api import serializers as s
 from knowledge.api.views import parse, responses
+from knowledge.embeddings import search as embedding_search
 from knowledge.models import DocumentKind, DocumentStatus, SearchChunk
 from knowledge.search import HEADER_ORDINAL, make_snippet, run_search
 from knowledge.search_query import parse_query
-from workspaces import semantic
 from workspaces.models import Visibility
 
 MAX_SEARCH_OFFSET = 10_000
@@ -42,6 +43,12 @@ class SearchQuerySerializer(serializers.Serializer):
     )
     snippet_lines = serializers.IntegerField(min_value=1, max_value=20, default=3)
     include_content = serializers.BooleanField(required=False, help_text="Legacy: true means content_mode=full.")
+    min_similarity = serializers.FloatField(
+        min_value=-1.0, max_value=1.0, default=0.0, help_text="Semantic and hybrid: drop chunks below this cosine."
+    )
+    rrf_k = serializers.IntegerField(
+        min_value=1, max_value=1000, required=False, help_text="Hybrid: the reciprocal rank fusion constant (60)."
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "archive_filter" not in attrs:
@@ -71,6 +78,16 @@ class VersionTokenSerializer(serializers.Serializer):
     sha256 = serializers.CharField()
 
 
+class MatchedChunkSerializer(serializers.Serializer):
+    chunk_id = serializers.UUIDField()
+    heading_path = serializers.ListField(child=serializers.CharField())
+    anchor = serializers.CharField()
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    snippet = serializers.CharField()
+    score = serializers.FloatField(help_text="Cosine similarity.")
+
+
 class SearchHitSerializer(serializers.Serializer):
     document = s.DocumentSerializer()
     namespace = NamespaceRefSerializer()
@@ -79,6 +96,14 @@ class SearchHitSerializer(serializers.Serializer):
     score = serializers.FloatField()
     coverage = serializers.IntegerField(help_text="How many of the query's words or phrases the document matches.")
     mode = serializers.CharField()
+    chunks = MatchedChunkSerializer(many=True, required=False, help_text="Semantic and hybrid: best chunks.")
+    text_rank = serializers.IntegerField(required=False, allow_null=True)
+    semantic_rank = serializers.IntegerField(required=False, allow_null=True)
+
+
+class TimingsSerializer(serializers.Serializer):
+    embed_ms = serializers.FloatField(help_text="Embedding the query (the provider call).")
+    search_ms = serializers.FloatField(help_text="The vector query.")
 
 
 class SearchPageSerializer(serializers.Serializer):
@@ -89,6 +114,29 @@ class SearchPageSerializer(serializers.Serializer):
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
     data = SearchHitSerializer(many=True)
+    effective_mode = serializers.CharField(help_text="The mode that answered: hybrid falls back to text.")
+    fallback_reason = serializers.CharField(allow_null=True, help_text="Why hybrid answered with text only.")
+    timings = TimingsSerializer(required=False)
+
+
+@dataclass
+class Ranked:
+    """One page of a search leg (or of their fusion), before documents are serialized."""
+
+    order: list[Any] = field(default_factory=list)
+    total: int = 0
+    relaxed: bool = False
+    scores: dict[Any, tuple[float, int]] = field(default_factory=dict)
+    text_chunks: dict[Any, SearchChunk] = field(default_factory=dict)
+    semantic: dict[Any, Any] = field(default_factory=dict)
+    text_ranks: dict[Any, int] = field(default_factory=dict)
+    semantic_ranks: dict[Any, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _chunk_body(text: str, heading_path: list[str]) -> str:
+    """A chunk's text without the heading-path line it was embedded with."""
+    return text.split("\n\n", 1)[1] if heading_path and "\n\n" in text else text
 
 
 def _first_body_chunks(document_ids: list[Any]) -> dict[Any, SearchChunk]:
@@ -98,19 +146,16 @@ def _first_body_chunks(document_ids: list[Any]) -> dict[Any, SearchChunk]:
     return {chunk.document_id: chunk for chunk in chunks}
 
 
+HYBRID_MIN_CANDIDATES = 50
+HYBRID_MAX_CANDIDATES = 200
+
+
 class SearchView(APIView):
-    """Ranked full-text search over every document the caller may read."""
+    """Ranked search over every document the caller may read: text, semantic or hybrid."""
 
     def _search(self, request: Request, data: Any) -> Response:
         query = parse(SearchQuerySerializer, data)
         actor = request.actor
-        if query["mode"] != "text":
-            reason = semantic.public_policy(semantic.policy_row(actor))["unavailable_reason"]
-            raise Invalid(
-                f"{query['mode'].capitalize()} search is unavailable: {reason} Use mode=text.",
-                code="semantic_unavailable",
-                reason=reason,
-            )
         filters = selectors.DocumentFilters(
             namespace=query.get("namespace"),
             path_prefix=query.get("path_prefix"),
@@ -121,59 +166,145 @@ class SearchView(APIView):
             include_other_user_drafts=query["include_other_user_drafts"],
             archive_filter=query["archive_filter"],
         )
+        mode = query["mode"]
+        workspace_id = actor.workspace.pk
+        fallback_reason = None
+        if mode != "text":
+            fallback_reason = embedding_search.pipeline.unavailable_reason(workspace_id)
+            if fallback_reason and mode == "semantic":
+                raise embedding_search.unavailable(workspace_id, mode)
+        effective = "text" if fallback_reason else mode
         content_mode = query["content_mode"]
         documents = selectors.document_list(actor=actor, filters=filters, include_content=content_mode == "full")
         limit, offset = query["limit"], query["offset"]
         parsed = parse_query(query["q"])
-        scores: dict[Any, tuple[float, int]] = {}
-        chunks: dict[Any, SearchChunk] = {}
-        relaxed = False
+        ranked = Ranked()
         if not query["q"].strip():
-            total = documents.count()
-            page = list(documents[offset : offset + limit])
+            ranked.total = documents.count()
+            ranked.order = list(documents[offset : offset + limit].values_list("id", flat=True))
+        elif effective == "text":
+            ranked = self._text(documents, parsed, limit, offset)
+        elif effective == "semantic":
+            ranked = self._semantic(workspace_id, documents, query, limit, offset)
         else:
-            scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
-            result = run_search(
-                query=parsed, scope_sql=scope_sql, scope_params=list(scope_params), limit=limit, offset=offset
-            )
-            total, relaxed = result.total, result.relaxed
-            by_id = documents.in_bulk([r.document_id for r in result.ranked])
-            page = [by_id[r.document_id] for r in result.ranked if r.document_id in by_id]
-            scores = {r.document_id: (r.score, r.coverage) for r in result.ranked}
-            chunks = {k: v for k, v in result.best_chunks.items() if v.ordinal != HEADER_ORDINAL}
+            try:
+                ranked = self._hybrid(workspace_id, documents, parsed, query, limit, offset)
+            except Invalid as exc:  # the provider could not embed the query: text still answers
+                if exc.code != "semantic_unavailable":
+                    raise
+                effective, fallback_reason = "text", exc.extra.get("reason") or exc.message
+                ranked = self._text(documents, parsed, limit, offset)
+        by_id = documents.in_bulk(ranked.order)
+        page = [by_id[pk] for pk in ranked.order if pk in by_id]
+        chunks = ranked.text_chunks
         if content_mode == "snippet":
-            missing = [doc.pk for doc in page if doc.pk not in chunks]
+            missing = [doc.pk for doc in page if doc.pk not in chunks and doc.pk not in ranked.semantic]
             chunks.update(_first_body_chunks(missing) if missing else {})
         context = {"request": request, "include_content": content_mode == "full"}
         hits = []
         for document in page:
-            chunk = chunks.get(document.pk)
+            semantic_match = ranked.semantic.get(document.pk)
             snippet = None
-            if content_mode == "snippet" and chunk is not None:
-                snippet = make_snippet(chunk.text, chunk.start_line, parsed.words, query["snippet_lines"])
-            score, coverage = scores.get(document.pk, (0.0, 0))
+            if content_mode == "snippet":
+                chunk = chunks.get(document.pk)
+                if chunk is not None:
+                    snippet = make_snippet(chunk.text, chunk.start_line, parsed.words, query["snippet_lines"])
+                elif semantic_match is not None and semantic_match.chunks:
+                    best = semantic_match.chunks[0]
+                    snippet = make_snippet(
+                        _chunk_body(best["snippet"], best["heading_path"]),
+                        best["start_line"],
+                        parsed.words,
+                        query["snippet_lines"],
+                    )
+            score, coverage = ranked.scores.get(document.pk, (0.0, 0))
             version = document.current_version
-            hits.append(
-                {
-                    "document": s.DocumentSerializer(document, context=context).data,
-                    "namespace": {"slug": document.namespace.slug, "display_name": document.namespace.display_name},
-                    "current_version": {"id": str(version.id), "number": version.number, "sha256": version.sha256},
-                    "snippet": snippet,
-                    "score": score,
-                    "coverage": coverage,
-                    "mode": "text",
-                }
-            )
+            hit = {
+                "document": s.DocumentSerializer(document, context=context).data,
+                "namespace": {"slug": document.namespace.slug, "display_name": document.namespace.display_name},
+                "current_version": {"id": str(version.id), "number": version.number, "sha256": version.sha256},
+                "snippet": snippet,
+                "score": score,
+                "coverage": coverage,
+                "mode": effective,
+            }
+            if effective != "text":
+                hit["chunks"] = semantic_match.chunks if semantic_match else []
+            if effective == "hybrid":
+                hit["text_rank"] = ranked.text_ranks.get(document.pk)
+                hit["semantic_rank"] = ranked.semantic_ranks.get(document.pk)
+            hits.append(hit)
         body = {
             "query": query["q"],
-            "mode": "text",
-            "relaxed": relaxed,
-            "total": total,
+            "mode": mode,
+            "effective_mode": effective,
+            "fallback_reason": fallback_reason,
+            "relaxed": ranked.relaxed,
+            "total": ranked.total,
             "limit": limit,
             "offset": offset,
             "data": hits,  # already serialized; SearchHitSerializer documents the shape
         }
+        if ranked.timings:
+            body["timings"] = ranked.timings
         return Response(body)
+
+    @staticmethod
+    def _text(documents: Any, parsed: Any, limit: int, offset: int) -> Ranked:
+        scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
+        result = run_search(
+            query=parsed, scope_sql=scope_sql, scope_params=list(scope_params), limit=limit, offset=offset
+        )
+        return Ranked(
+            order=[r.document_id for r in result.ranked],
+            total=result.total,
+            relaxed=result.relaxed,
+            scores={r.document_id: (r.score, r.coverage) for r in result.ranked},
+            text_chunks={k: v for k, v in result.best_chunks.items() if v.ordinal != HEADER_ORDINAL},
+        )
+
+    @staticmethod
+    def _semantic(workspace_id: int, documents: Any, query: dict[str, Any], limit: int, offset: int) -> Ranked:
+        scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
+        result = embedding_search.semantic_search(
+            workspace_id=workspace_id,
+            text=query["q"],
+            scope_sql=scope_sql,
+            scope_params=list(scope_params),
+            limit=limit,
+            offset=offset,
+            min_similarity=query["min_similarity"],
+        )
+        return Ranked(
+            order=[m.document_id for m in result.matches],
+            total=result.total,
+            scores={m.document_id: (m.score, 0) for m in result.matches},
+            semantic={m.document_id: m for m in result.matches},
+            timings={"embed_ms": round(result.embed_ms, 2), "search_ms": round(result.search_ms, 2)},
+        )
+
+    def _hybrid(
+        self, workspace_id: int, documents: Any, parsed: Any, query: dict[str, Any], limit: int, offset: int
+    ) -> Ranked:
+        """Reciprocal rank fusion of the two legs' top candidates."""
+        depth = min(HYBRID_MAX_CANDIDATES, max(HYBRID_MIN_CANDIDATES, (offset + limit) * 2))
+        text = self._text(documents, parsed, depth, 0)
+        semantic_leg = self._semantic(workspace_id, documents, query, depth, 0)
+        fused = embedding_search.reciprocal_rank_fusion([text.order, semantic_leg.order], k=query.get("rrf_k"))
+        window = fused[offset : offset + limit]
+        text_ranks = {pk: rank for rank, pk in enumerate(text.order, start=1)}
+        semantic_ranks = {pk: rank for rank, pk in enumerate(semantic_leg.order, start=1)}
+        return Ranked(
+            order=[pk for pk, _ in window],
+            total=max(text.total, len(fused)),
+            relaxed=text.relaxed,
+            scores={pk: (round(score, 6), text.scores.get(pk, (0.0, 0))[1]) for pk, score in window},
+            text_chunks=text.text_chunks,
+            semantic=semantic_leg.semantic,
+            text_ranks=text_ranks,
+            semantic_ranks=semantic_ranks,
+            timings=semantic_leg.timings,
+        )
 
     @extend_schema(parameters=[SearchQuerySerializer], responses=responses(SearchPageSerializer))
     def get(self, request: Request) -> Response:

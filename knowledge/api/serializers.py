@@ -310,6 +310,9 @@ class DocumentListQuerySerializer(PageQuerySerializer):
 
 class DocumentGetQuerySerializer(serializers.Serializer):
     include_content = serializers.BooleanField(default=True)
+    include_indexing = serializers.BooleanField(
+        default=False, help_text="Add `indexing`: the document's embedding chunks by state."
+    )
 
 
 class DocumentByPathQuerySerializer(DocumentGetQuerySerializer):

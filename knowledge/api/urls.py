@@ -11,6 +11,7 @@ router.register("documents", DocumentViewSet, basename="document")
 # that nested paths such as documents/{id}/outline are matched explicitly.
 urlpatterns = [
     path("", include("knowledge.api.search_urls")),
+    path("", include("knowledge.api.semantic_urls")),
     path("", include("knowledge.api.structure_urls")),
     path("", include("knowledge.api.navigation_urls")),
     path("", include("knowledge.api.teammate_urls")),

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from config.exceptions import Conflict, Invalid
 from knowledge import selectors, services
 from knowledge.api import serializers as s
+from knowledge.embeddings.pipeline import document_indexing, empty_indexing
 from knowledge.models import Document
 from workspaces import access
 from workspaces import services as workspace_services
@@ -56,10 +57,18 @@ class KnowledgeViewSet(viewsets.ViewSet):
         return self.request.actor
 
     def document_response(
-        self, document: Document, *, include_content: bool = True, status_code: int = 200
+        self,
+        document: Document,
+        *,
+        include_content: bool = True,
+        include_indexing: bool = False,
+        status_code: int = 200,
     ) -> Response:
         context = {"request": self.request, "include_content": include_content}
-        return Response(s.DocumentSerializer(document, context=context).data, status=status_code)
+        data = s.DocumentSerializer(document, context=context).data
+        if include_indexing:
+            data["indexing"] = document_indexing([document.pk]).get(str(document.pk), empty_indexing())
+        return Response(data, status=status_code)
 
     def write_response(self, result: services.WriteResult, *, status_code: int | None = None) -> Response:
         document = selectors.document_get(actor=self.actor, document_id=result.document.pk)
@@ -195,7 +204,9 @@ class DocumentViewSet(KnowledgeViewSet):
     def retrieve(self, request: Request, pk: str) -> Response:
         query = parse(s.DocumentGetQuerySerializer, request.query_params)
         document = selectors.document_get(actor=self.actor, document_id=pk)
-        return self.document_response(document, include_content=query["include_content"])
+        return self.document_response(
+            document, include_content=query["include_content"], include_indexing=query["include_indexing"]
+        )
 
     @extend_schema(request=s.DocumentPatchSerializer, responses=responses(s.DocumentWriteSerializer, 200, 403, 409))
     def partial_update(self, request: Request, pk: str) -> Response:
@@ -278,7 +289,9 @@ class DocumentViewSet(KnowledgeViewSet):
                 path=query["path"],
                 archive_filter=query["archive_filter"],
             )
-            return self.document_response(document, include_content=query["include_content"])
+            return self.document_response(
+                document, include_content=query["include_content"], include_indexing=query["include_indexing"]
+            )
         data = parse(s.DocumentUpsertSerializer, request.data)
         namespace, _ = selectors.namespace_get(actor=self.actor, slug=data.pop("namespace"))
         result = services.document_upsert(actor=self.actor, namespace=namespace, **data)

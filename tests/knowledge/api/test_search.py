@@ -245,7 +245,6 @@ def test_accidental_operator_text_never_errors(http, bob, corpus, q):
     "params, code",
     [
         ({"mode": "semantic", "q": "x"}, "semantic_unavailable"),
-        ({"mode": "hybrid", "q": "x"}, "semantic_unavailable"),
         ({"limit": 101}, "invalid"),
         ({"limit": 0}, "invalid"),
         ({"snippet_lines": 21}, "invalid"),
@@ -257,6 +256,15 @@ def test_accidental_operator_text_never_errors(http, bob, corpus, q):
 def test_bad_search_parameters_are_400(http, bob, corpus, params, code):
     response = http.as_(bob).get("/kb/search", params=params)
     assert response.status_code == 400 and response.json()["code"] == code
+
+
+def test_hybrid_without_semantic_falls_back_to_text_and_says_why(http, bob, corpus):
+    response = http.as_(bob).get("/kb/search", params={"mode": "hybrid", "q": "zeppelin"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["mode"] == "hybrid" and body["effective_mode"] == "text"
+    assert "disabled" in body["fallback_reason"] or "SQLite" in body["fallback_reason"]
+    assert paths(body) == paths(search(http, bob, q="zeppelin"))
 
 
 def test_search_needs_a_token(http, corpus):

@@ -1,0 +1,1 @@
+"""Semantic search: providers, chunk indexing with PostgreSQL claims, pgvector storage and queries."""

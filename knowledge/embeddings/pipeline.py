@@ -1,0 +1,488 @@
+"""The embedding pipeline: chunks per current version, PostgreSQL claims, fenced completion.
+
+A worker claims pending chunks with `FOR UPDATE SKIP LOCKED`, stamping an opaque token, a new
+generation and a lease measured in database time. It then calls the provider once (outside any
+transaction) and completes in one transaction that re-checks token, generation, lease, space and
+that the chunk's version is still the document's current one. A stale worker commits nothing;
+work it held returns to the queue when its lease expires. Chunks whose text already has a vector
+in the space get it copied, without a provider call.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from knowledge.chunking import ChunkingPolicy, chunk_markdown
+from knowledge.embeddings import store
+from knowledge.models import ChunkState, Document, EmbeddingChunk, EmbeddingSpace
+from workspaces import semantic
+from workspaces.models import SemanticPolicy
+from workspaces.secrets import SecretError
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 6
+MAX_BACKOFF_SECONDS = 300.0
+MULTI_WORKSPACE_BATCH = 8
+MULTI_WORKSPACE_CANDIDATES = 32
+TABLE = EmbeddingChunk._meta.db_table
+
+
+@dataclass(frozen=True)
+class ClaimedChunk:
+    id: str
+    generation: int
+    text: str
+    content_hash: str
+
+
+@dataclass
+class Claim:
+    token: str
+    workspace_id: int
+    space: EmbeddingSpace
+    items: list[ClaimedChunk] = field(default_factory=list)
+
+
+@dataclass
+class BatchResult:
+    claimed: int = 0
+    embedded: int = 0
+    reused: int = 0
+    failed: int = 0
+    stale: int = 0
+    provider_calls: int = 0
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def multi_workspace() -> bool:
+    return settings.KNOWLEDGE_WORKSPACE_MODE == "required_from_auth"
+
+
+def lease_seconds() -> int:
+    return int(settings.KNOWLEDGE_EMBEDDING_LEASE_SECONDS)
+
+
+def workspace_policy(workspace_id: int) -> tuple[SemanticPolicy, dict[str, Any]]:
+    row, _ = SemanticPolicy.objects.get_or_create(workspace_id=workspace_id)
+    return row, semantic.merge(row.policy, {})
+
+
+def vectors_possible(policy: dict[str, Any]) -> bool:
+    return connection.vendor == "postgresql" and bool(policy["enabled"]) and store.is_ready()
+
+
+def space_for(workspace_id: int, policy: dict[str, Any]) -> EmbeddingSpace:
+    """The space the policy selects, created (with its HNSW index) on first use."""
+    space, _ = EmbeddingSpace.objects.get_or_create(
+        workspace_id=workspace_id,
+        provider=policy["provider"],
+        model=policy["model"],
+        dimensions=policy["dimensions"],
+        base_url=policy.get("base_url") or "",
+    )
+    if store.is_ready():
+        store.ensure_space_index(space.pk, space.dimensions)
+    return space
+
+
+def active_space(workspace_id: int) -> EmbeddingSpace | None:
+    _, policy = workspace_policy(workspace_id)
+    return space_for(workspace_id, policy) if vectors_possible(policy) else None
+
+
+# --- chunks ---------------------------------------------------------------------------------
+
+
+def chunks_sync(document_id: Any, *, force: bool = False) -> int:
+    """Replace a document's chunks with those of its current version; returns chunks written.
+
+    Unchanged text keeps its vector (copied by content hash before the old rows go), so a
+    whitespace-only edit costs no provider call. Idempotent: a current set is left alone.
+    """
+    with transaction.atomic():
+        document = (
+            Document.objects.select_for_update(of=("self",))
+            .select_related("current_version", "namespace")
+            .filter(pk=document_id)
+            .first()
+        )
+        if document is None or document.current_version is None:
+            return 0
+        version = document.current_version
+        old = list(EmbeddingChunk.objects.filter(document=document).values_list("id", "version_id"))
+        if old and not force and all(version_id == version.id for _, version_id in old):
+            return 0
+        workspace_id = document.namespace.workspace_id
+        _, policy = workspace_policy(workspace_id)
+        space = space_for(workspace_id, policy) if vectors_possible(policy) else None
+        pieces = chunk_markdown(version.content, ChunkingPolicy(**policy["chunking"]), document_path=document.path)
+        rows = [
+            EmbeddingChunk(
+                workspace_id=workspace_id,
+                document=document,
+                version=version,
+                ordinal=piece.ordinal,
+                heading_path=piece.heading_path,
+                anchor=piece.anchor[:300],
+                start_line=piece.start_line,
+                end_line=piece.start_line + piece.text.count("\n"),
+                text=piece.text,
+                content_hash=piece.content_hash,
+                tokens=piece.tokens,
+                space=space,
+            )
+            for piece in pieces
+        ]
+        EmbeddingChunk.objects.bulk_create(rows)
+        old_ids = [str(chunk_id) for chunk_id, _ in old]
+        if store.is_ready():
+            store.copy_by_hash(workspace_id, [(str(row.id), row.content_hash) for row in rows])
+            if space is not None:
+                _mark_embedded_where_vectors_exist(space, [str(row.id) for row in rows])
+            store.delete_for_chunks(old_ids)
+        EmbeddingChunk.objects.filter(id__in=old_ids).delete()
+    return len(rows)
+
+
+def _mark_embedded_where_vectors_exist(space: EmbeddingSpace, chunk_ids: list[str]) -> int:
+    present = store.chunks_with_vectors(space.pk, chunk_ids)
+    if not present:
+        return 0
+    return EmbeddingChunk.objects.filter(id__in=present).update(
+        state=ChunkState.EMBEDDED, embedded_at=timezone.now(), claim_token="", lease_until=None, last_error=""
+    )
+
+
+# --- claims ---------------------------------------------------------------------------------
+
+CLAIMABLE = """
+    c.workspace_id = %s AND c.space_id = %s
+    AND (c.state = 'pending' OR (c.state = 'claimed' AND c.lease_until < now()))
+    AND (c.available_at IS NULL OR c.available_at <= now())
+    AND EXISTS (
+        SELECT 1 FROM knowledge_document d JOIN workspaces_namespace n ON n.id = d.namespace_id
+        WHERE d.id = c.document_id AND d.current_version_id = c.version_id AND NOT d.archived AND NOT n.archived
+    )
+"""
+
+
+def claim(workspace_id: int, space: EmbeddingSpace, *, limit: int) -> Claim | None:
+    """Claim up to `limit` chunks of one workspace's active space (PostgreSQL only)."""
+    token = secrets.token_hex(16)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH picked AS (
+                SELECT c.id FROM {TABLE} c WHERE {CLAIMABLE}
+                ORDER BY c.state DESC, c.document_id, c.ordinal
+                LIMIT %s FOR UPDATE OF c SKIP LOCKED
+            )
+            UPDATE {TABLE} c SET state = 'claimed', claim_token = %s, generation = c.generation + 1,
+                lease_until = now() + make_interval(secs => %s), attempts = c.attempts + 1
+            FROM picked WHERE c.id = picked.id
+            RETURNING c.id, c.generation, c.text, c.content_hash
+            """,
+            [workspace_id, space.pk, limit, token, lease_seconds()],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    items = [ClaimedChunk(str(r[0]), int(r[1]), r[2], r[3]) for r in rows]
+    return Claim(token=token, workspace_id=workspace_id, space=space, items=items)
+
+
+def _fenced_update(claim: Claim, items: list[ClaimedChunk], assignments: str, params: list[Any]) -> list[str]:
+    """Apply `assignments` to the claim's chunks that are still ours; returns their ids."""
+    if not items:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {TABLE} c SET {assignments}
+            FROM unnest(%s::uuid[], %s::int[]) AS g(id, generation)
+            WHERE c.id = g.id AND c.generation = g.generation AND c.claim_token = %s
+              AND c.state = 'claimed' AND c.lease_until > now() AND c.space_id = %s
+              AND EXISTS (
+                  SELECT 1 FROM knowledge_document d WHERE d.id = c.document_id
+                  AND d.current_version_id = c.version_id AND NOT d.archived
+              )
+            RETURNING c.id
+            """,
+            [*params, [i.id for i in items], [i.generation for i in items], claim.token, claim.space.pk],
+        )
+        return [str(row[0]) for row in cursor.fetchall()]
+
+
+def complete(claim: Claim, vectors: dict[str, list[float]]) -> int:
+    """Store vectors for the chunks still held by this claim; returns how many committed."""
+    claimed = {item.id: item for item in claim.items}
+    unknown = set(vectors) - set(claimed)
+    if unknown:
+        raise ValueError("The result names chunks this claim does not hold.")
+    for vector in vectors.values():
+        if len(vector) != claim.space.dimensions or not all(math.isfinite(x) for x in vector):
+            raise ValueError("A vector does not match the space's dimensions.")
+    items = [claimed[chunk_id] for chunk_id in vectors]
+    with transaction.atomic():
+        committed = _fenced_update(
+            claim,
+            items,
+            "state = 'embedded', claim_token = '', lease_until = NULL, embedded_at = now(), last_error = '', "
+            "available_at = NULL",
+            [],
+        )
+        store.write_vectors(claim.space.pk, [(cid, claimed[cid].content_hash, vectors[cid]) for cid in committed])
+    return len(committed)
+
+
+def release(claim: Claim, items: list[ClaimedChunk], *, error: str, retryable: bool, retry_after: float | None) -> int:
+    """A failed provider call: retry later (with backoff) or mark failed after too many attempts."""
+    message = error[:300]
+    if retryable:
+        # Honour Retry-After; otherwise exponential backoff with full jitter, capped.
+        assignments = (
+            "state = CASE WHEN c.attempts >= %s THEN 'failed' ELSE 'pending' END, claim_token = '', "
+            "lease_until = NULL, last_error = %s, available_at = now() + make_interval(secs => "
+            "COALESCE(%s::float, random() * least(%s::float, 2.0 * power(2, c.attempts))))"
+        )
+        params: list[Any] = [
+            MAX_ATTEMPTS,
+            message,
+            None if retry_after is None else min(retry_after, 3600.0),
+            MAX_BACKOFF_SECONDS,
+        ]
+    else:
+        assignments = "state = 'failed', claim_token = '', lease_until = NULL, last_error = %s"
+        params = [message]
+    with transaction.atomic():
+        return len(_fenced_update(claim, items, assignments, params))
+
+
+def _reuse_existing(claim: Claim) -> tuple[list[ClaimedChunk], int]:
+    """Chunks whose text already has a vector in the space take it; the rest need the provider."""
+    hashes = list({item.content_hash for item in claim.items})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT ON (content_hash) content_hash, embedding::text FROM {store.TABLE} "
+            "WHERE space_id = %s AND content_hash = ANY(%s)",
+            [claim.space.pk, hashes],
+        )
+        known = {h: [float(x) for x in text.strip("[]").split(",")] for h, text in cursor.fetchall()}
+    reusable = {item.id: known[item.content_hash] for item in claim.items if item.content_hash in known}
+    reused = complete(claim, reusable) if reusable else 0
+    return [item for item in claim.items if item.id not in reusable], reused
+
+
+def embed_batch(workspace_id: int) -> BatchResult:
+    """One claim, at most one provider call, one fenced completion."""
+    from knowledge.embeddings.providers import ProviderError, provider_for, spec_from_policy
+
+    result = BatchResult()
+    row, policy = workspace_policy(workspace_id)
+    if not vectors_possible(policy) or policy["indexing"]["paused"]:
+        return result
+    key = None
+    if policy["provider"] != "local":
+        try:
+            key = semantic.provider_key(row)
+        except SecretError:
+            return result  # nothing to do until a key is configured; status says so
+    space = space_for(workspace_id, policy)
+    limit = int(policy["indexing"]["batch_size"])
+    if multi_workspace():
+        limit = min(limit, MULTI_WORKSPACE_BATCH)
+    held = claim(workspace_id, space, limit=limit)
+    if held is None:
+        return result
+    result.claimed = len(held.items)
+    todo, result.reused = _reuse_existing(held)
+    if not todo:
+        return result
+    try:
+        provider = provider_for(spec_from_policy(policy, key, max_attempts=1))  # one call per claim
+        result.provider_calls = 1
+        vectors = provider.embed([item.text for item in todo])
+    except ProviderError as exc:
+        result.error = f"{exc.code}: {exc}"
+        result.failed = release(
+            held, todo, error=result.error, retryable=exc.retryable, retry_after=getattr(exc, "retry_after", None)
+        )
+        logger.warning("embedding batch of workspace %s failed: %s", workspace_id, exc.code)
+        return result
+    try:
+        result.embedded = complete(held, {item.id: vector for item, vector in zip(todo, vectors, strict=True)})
+    except ValueError as exc:
+        result.error = f"bad_response: {exc}"
+        result.failed = release(held, todo, error=result.error, retryable=False, retry_after=None)
+        return result
+    result.stale = len(todo) - result.embedded
+    return result
+
+
+def has_claimable(workspace_id: int) -> bool:
+    if connection.vendor != "postgresql":
+        return False
+    space = active_space(workspace_id)
+    if space is None:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE} c WHERE {CLAIMABLE})", [workspace_id, space.pk])
+        return bool(cursor.fetchone()[0])
+
+
+def workspaces_with_work(limit: int = 100) -> list[int]:
+    """Routing metadata only (workspace ids), bounded: never content, keys or vectors."""
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT c.workspace_id FROM {TABLE} c
+            WHERE (c.state = 'pending' OR (c.state = 'claimed' AND c.lease_until < now()))
+              AND (c.available_at IS NULL OR c.available_at <= now()) AND c.space_id IS NOT NULL
+            GROUP BY c.workspace_id ORDER BY min(c.available_at) NULLS FIRST LIMIT %s
+            """,
+            [limit],
+        )
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+# --- invalidation ---------------------------------------------------------------------------
+
+
+def policy_changed(workspace_id: int, before: dict[str, Any], after: dict[str, Any], key_changed: bool) -> None:
+    """Re-queue exactly the chunks a settings change affects, fencing claims in flight."""
+    if before["chunking"] != after["chunking"]:
+        for document_id in Document.objects.filter(namespace__workspace_id=workspace_id).values_list("id", flat=True):
+            chunks_sync(document_id, force=True)
+    if not vectors_possible(after):
+        EmbeddingChunk.objects.filter(workspace_id=workspace_id, state=ChunkState.CLAIMED).update(
+            state=ChunkState.PENDING, claim_token="", lease_until=None
+        )
+        _bump_generation(workspace_id, state=ChunkState.PENDING)
+        return
+    space = space_for(workspace_id, after)
+    space_changed = any(before[f] != after[f] for f in semantic.SPACE_FIELDS) or not vectors_possible(before)
+    if space_changed:
+        unchunked = Document.objects.filter(namespace__workspace_id=workspace_id, embedding_chunks__isnull=True)
+        for document_id in unchunked.values_list("id", flat=True):
+            chunks_sync(document_id)
+    with transaction.atomic(), connection.cursor() as cursor:
+        if space_changed:
+            cursor.execute(
+                f"""
+                UPDATE {TABLE} c SET space_id = %s, generation = c.generation + 1, claim_token = '',
+                    lease_until = NULL, available_at = NULL, attempts = 0, last_error = '',
+                    state = CASE WHEN EXISTS (SELECT 1 FROM {store.TABLE} v WHERE v.chunk_id = c.id AND v.space_id = %s)
+                        THEN 'embedded' ELSE 'pending' END
+                WHERE c.workspace_id = %s AND c.space_id IS DISTINCT FROM %s
+                """,
+                [space.pk, space.pk, workspace_id, space.pk],
+            )
+        elif key_changed or (before["indexing"]["paused"] != after["indexing"]["paused"]):
+            cursor.execute(
+                f"""
+                UPDATE {TABLE} c SET generation = c.generation + 1, claim_token = '', lease_until = NULL,
+                    available_at = NULL, attempts = 0, last_error = '', state = 'pending'
+                WHERE c.workspace_id = %s AND c.state IN ('claimed', 'failed')
+                """,
+                [workspace_id],
+            )
+
+
+def _bump_generation(workspace_id: int, *, state: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {TABLE} SET generation = generation + 1 WHERE workspace_id = %s AND state = %s",
+            [workspace_id, state],
+        )
+
+
+def reindex(workspace_id: int) -> dict[str, int]:
+    """Rebuild every chunk of the workspace and re-queue failed work (vectors are reused by hash)."""
+    rebuilt = 0
+    for document_id in Document.objects.filter(namespace__workspace_id=workspace_id).values_list("id", flat=True):
+        rebuilt += chunks_sync(document_id, force=True)
+    requeued = EmbeddingChunk.objects.filter(workspace_id=workspace_id, state=ChunkState.FAILED).update(
+        state=ChunkState.PENDING, attempts=0, last_error="", available_at=None
+    )
+    return {"chunks": rebuilt, "requeued": requeued}
+
+
+# --- status ---------------------------------------------------------------------------------
+
+
+def indexing_status(workspace_id: int) -> dict[str, Any]:
+    row, policy = workspace_policy(workspace_id)
+    vectors = store.status()
+    counts = dict.fromkeys(ChunkState.values, 0)
+    space = active_space(workspace_id)
+    queryset = EmbeddingChunk.objects.filter(workspace_id=workspace_id)
+    for state, total in _state_counts(queryset):
+        counts[state] = total
+    last = queryset.filter(state=ChunkState.EMBEDDED).order_by("-embedded_at").values_list("embedded_at", flat=True)
+    last_error = (
+        queryset.exclude(last_error="").order_by("-attempts").values_list("last_error", flat=True).first() or None
+    )
+    configured = policy["provider"] == "local" or bool(row.api_key_sealed)
+    return {
+        "enabled": policy["enabled"],
+        "configured": configured,
+        "paused": policy["indexing"]["paused"],
+        "database": connection.vendor,
+        **vectors.as_dict(),
+        "provider": policy["provider"],
+        "model": policy["model"],
+        "dimensions": policy["dimensions"],
+        "space_id": space.pk if space else None,
+        "chunks": counts,
+        "queue_depth": counts[ChunkState.PENDING] + counts[ChunkState.CLAIMED],
+        "last_indexed_at": last.first(),
+        "last_error": last_error,
+        "unavailable_reason": unavailable_reason(workspace_id),
+    }
+
+
+def _state_counts(queryset: Any) -> list[tuple[str, int]]:
+    from django.db.models import Count
+
+    return list(queryset.values("state").annotate(total=Count("id")).values_list("state", "total"))
+
+
+def unavailable_reason(workspace_id: int) -> str | None:
+    """Why semantic search cannot run here, or None (the policy's own answer)."""
+    row, policy = workspace_policy(workspace_id)
+    return semantic.unavailable_reason(policy, bool(row.api_key_sealed))
+
+
+def empty_indexing() -> dict[str, int]:
+    return {"chunks": 0, **dict.fromkeys(ChunkState.values, 0)}
+
+
+def document_indexing(document_ids: list[Any]) -> dict[str, dict[str, Any]]:
+    """Per document: chunk counts by state (for `?include=indexing`)."""
+    from django.db.models import Count
+
+    result: dict[str, dict[str, Any]] = {}
+    rows = (
+        EmbeddingChunk.objects.filter(document_id__in=document_ids)
+        .values("document_id", "state")
+        .annotate(total=Count("id"))
+    )
+    for row in rows:
+        entry = result.setdefault(str(row["document_id"]), empty_indexing())
+        entry[row["state"]] = row["total"]
+        entry["chunks"] += row["total"]
+    return result

