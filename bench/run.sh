@@ -3,6 +3,7 @@
 # deterministic corpus, serve it with gunicorn on a free 127.0.0.1 port and measure the API.
 # Prints one markdown table per backend and writes var/bench/core-<backend>.json; then the
 # transfer benchmark (agor kb export / import) per backend, written to var/bench/transfer-<backend>.json.
+# On PostgreSQL the semantic benchmark runs on the same corpus (var/bench/semantic-postgres.json).
 # Usage: bench/run.sh [--quick] [sqlite|postgres ...]   (BENCH_KEEP_DB=1 keeps the SQLite file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -117,7 +118,12 @@ run_backend() {
   fi
   cp "$log" "$OUT/gunicorn-$backend$SUFFIX.log"
   stop_gunicorn
-  [[ "$backend" != postgres ]] || stop_postgres
+  if [[ "$backend" == postgres ]]; then
+    # Semantic search on the same corpus: embeds it, then measures latency, recall and freshness.
+    run_child "$BIN/python" -m bench.semantic_bench --state "$state" --scale "$SCALE" \
+      --out "$OUT/semantic-postgres$SUFFIX.json" >"$WORK/semantic-report.md" || return 1
+    stop_postgres
+  fi
 }
 
 status=0
@@ -134,6 +140,7 @@ done
 
 echo
 [[ ${#files[@]} -eq 0 ]] || "$BIN/python" -m bench.knowledge_bench report "${files[@]}"
+[[ ! -s "$WORK/semantic-report.md" ]] || { echo; cat "$WORK/semantic-report.md"; }
 echo "Raw numbers: ${files[*]:-none}" >&2
 
 # Namespace export / import through the agor CLI (bench/transfer_bench.py starts its own

@@ -576,3 +576,6 @@ class NamespaceAdmin(NamespaceScopedAdmin):
             messages.success(request, f"{verb} {changed} namespace(s).")
         if unchanged:
             messages.info(request, f"{unchanged} namespace(s) were already {'archived' if archived else 'active'}.")
+
+
+from workspaces import semantic_admin  # noqa: E402,F401  (registers the policy page; it builds on the classes above)

@@ -32,7 +32,8 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 6
 MAX_BACKOFF_SECONDS = 300.0
 MULTI_WORKSPACE_BATCH = 8
-MULTI_WORKSPACE_CANDIDATES = 32
+MULTI_WORKSPACE_CANDIDATES = 32  # workspaces looked at per poll when they share workers
+SINGLE_WORKSPACE_SCAN = 128
 TABLE = EmbeddingChunk._meta.db_table
 
 
@@ -275,8 +276,10 @@ def _reuse_existing(claim: Claim) -> tuple[list[ClaimedChunk], int]:
     hashes = list({item.content_hash for item in claim.items})
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT DISTINCT ON (content_hash) content_hash, embedding::text FROM {store.TABLE} "
-            "WHERE space_id = %s AND content_hash = ANY(%s)",
+            f"SELECT DISTINCT ON (v.content_hash) v.content_hash, v.embedding::text FROM {store.TABLE} v "
+            "JOIN knowledge_embeddingchunk c ON c.id = v.chunk_id "
+            "JOIN knowledge_document d ON d.id = c.document_id AND NOT d.archived "
+            "WHERE v.space_id = %s AND v.content_hash = ANY(%s)",
             [claim.space.pk, hashes],
         )
         known = {h: [float(x) for x in text.strip("[]").split(",")] for h, text in cursor.fetchall()}
@@ -342,10 +345,12 @@ def has_claimable(workspace_id: int) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-def workspaces_with_work(limit: int = 100) -> list[int]:
+def workspaces_with_work(limit: int | None = None) -> list[int]:
     """Routing metadata only (workspace ids), bounded: never content, keys or vectors."""
     if connection.vendor != "postgresql":
         return []
+    if limit is None:
+        limit = MULTI_WORKSPACE_CANDIDATES if multi_workspace() else SINGLE_WORKSPACE_SCAN
     with connection.cursor() as cursor:
         cursor.execute(
             f"""

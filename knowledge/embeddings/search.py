@@ -73,25 +73,49 @@ def embed_query(workspace_id: int, text: str) -> tuple[EmbeddingSpace, list[floa
     return pipeline.space_for(workspace_id, policy), vector, (time.perf_counter() - started) * 1000
 
 
+OVERFETCH = 5  # HNSW candidates per wanted chunk before the access filter
+
+
 def _chunk_rows(
     space: EmbeddingSpace, vector: list[float], scope_sql: str, scope_params: list[Any], fetch: int, *, exact: bool
 ) -> list[tuple[Any, ...]]:
+    """Nearest readable chunks of current versions.
+
+    Approximate: the HNSW index alone (a query planners cannot turn into a join) yields
+    `fetch * OVERFETCH` candidates, iteratively scanned, then the access filter applies. Exact:
+    every permitted chunk is compared, which is cheap precisely when the filter is selective.
+    """
     cast, _ = store.vector_type(space.dimensions)
     distance = f"(v.embedding::{cast} <=> %s::{cast})"
-    sql = f"""
-        WITH nearest AS MATERIALIZED (
-            SELECT v.chunk_id, {distance} AS distance
-            FROM {store.TABLE} v
-            JOIN knowledge_embeddingchunk c ON c.id = v.chunk_id
-            JOIN knowledge_document d ON d.id = c.document_id AND d.current_version_id = c.version_id
-            WHERE v.space_id = %s AND c.document_id IN ({scope_sql})
-            ORDER BY distance LIMIT %s
-        )
-        SELECT n.chunk_id, n.distance, c.document_id, c.heading_path, c.anchor, c.start_line, c.end_line, c.text
-        FROM nearest n JOIN knowledge_embeddingchunk c ON c.id = n.chunk_id
-        ORDER BY n.distance
+    columns = "c.document_id, c.heading_path, c.anchor, c.start_line, c.end_line, c.text"
+    readable = f"""
+        JOIN knowledge_embeddingchunk c ON c.id = n.chunk_id
+        JOIN knowledge_document d ON d.id = c.document_id AND d.current_version_id = c.version_id
+        WHERE c.document_id IN ({scope_sql})
     """
-    params = [store.literal(vector), space.pk, *scope_params, fetch]
+    if exact:
+        sql = f"""
+            SELECT n.chunk_id, n.distance, {columns} FROM (
+                SELECT v.chunk_id, {distance} AS distance FROM {store.TABLE} v
+                JOIN knowledge_embeddingchunk c ON c.id = v.chunk_id
+                JOIN knowledge_document d ON d.id = c.document_id AND d.current_version_id = c.version_id
+                WHERE v.space_id = %s AND c.document_id IN ({scope_sql})
+                ORDER BY distance LIMIT %s
+            ) n JOIN knowledge_embeddingchunk c ON c.id = n.chunk_id
+            ORDER BY n.distance
+        """
+        params = [store.literal(vector), space.pk, *scope_params, fetch]
+    else:
+        candidates = min(MAX_CANDIDATE_CHUNKS * OVERFETCH, max(200, fetch * OVERFETCH))
+        sql = f"""
+            WITH nearest AS MATERIALIZED (
+                SELECT v.chunk_id, {distance} AS distance FROM {store.TABLE} v
+                WHERE v.space_id = %s ORDER BY distance LIMIT %s
+            )
+            SELECT n.chunk_id, n.distance, {columns} FROM nearest n {readable}
+            ORDER BY n.distance LIMIT %s
+        """
+        params = [store.literal(vector), int(space.pk), candidates, *scope_params, fetch]
     with transaction.atomic(), connection.cursor() as cursor:
         if exact:
             cursor.execute("SET LOCAL enable_indexscan = off")

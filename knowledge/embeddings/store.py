@@ -191,7 +191,10 @@ def write_vectors(space_id: int, rows: list[tuple[str, str, list[float]]]) -> No
 
 
 def copy_by_hash(workspace_id: int, chunks: list[tuple[str, str]]) -> int:
-    """Give new chunks the vectors that live chunks with the same text already have, in every space."""
+    """Give new chunks the vectors that live chunks with the same text already have, in every space.
+
+    Never seeded from archived documents, so archiving really takes text out of circulation.
+    """
     if not chunks:
         return 0
     with connection.cursor() as cursor:
@@ -203,6 +206,7 @@ def copy_by_hash(workspace_id: int, chunks: list[tuple[str, str]]) -> int:
             JOIN {TABLE} v ON v.content_hash = n.content_hash
             JOIN knowledge_embeddingspace s ON s.id = v.space_id AND s.workspace_id = %s
             JOIN knowledge_embeddingchunk c ON c.id = v.chunk_id
+            JOIN knowledge_document d ON d.id = c.document_id AND NOT d.archived
             ON CONFLICT (chunk_id, space_id) DO NOTHING
             """,
             [[c for c, _ in chunks], [h for _, h in chunks], workspace_id],

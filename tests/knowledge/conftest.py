@@ -23,6 +23,8 @@ def clean_vectors(transactional_db: Any) -> None:
     """The vector table is outside Django's models, so test flushes do not empty it."""
     from knowledge.embeddings import store
 
+    if connection.vendor != "postgresql":
+        return
     store.ensure()
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {store.TABLE}")

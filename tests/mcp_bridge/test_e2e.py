@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -15,6 +14,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from knowledge.services import document_create
+from tests.mcp_bridge import run_async
 from workspaces.services import namespace_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,7 +52,7 @@ def run_bridge(live_server: Any, token: str, worktree: Path, scenario) -> float:
             await scenario(Session(session))
             return startup
 
-    return asyncio.run(main())
+    return run_async(main)
 
 
 def test_read_write_archive_and_memory_tools(live_server, alice, bob, tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import httpx2
@@ -12,6 +11,7 @@ from mcp_bridge.bounds import MAX_RESULT_CHARS, bound_result, truncate_content
 from mcp_bridge.client import KnowledgeApi
 from mcp_bridge.config import AgorConfig
 from mcp_bridge.server import build_server
+from tests.mcp_bridge import run_async
 
 EXPECTED_TOOLS = {
     "agor_kb_namespaces_list",
@@ -47,7 +47,7 @@ def _call(server, name, args):
         async with Client(server) as client:
             return await client.call_tool(name, args)
 
-    return asyncio.run(run())
+    return run_async(run)
 
 
 def test_every_tool_is_listed_with_schemas_and_hints():
@@ -55,7 +55,7 @@ def test_every_tool_is_listed_with_schemas_and_hints():
         async with Client(_server(lambda r: httpx2.Response(200, json={}))) as client:
             return (await client.list_tools()).tools
 
-    tools = {t.name: t for t in asyncio.run(run())}
+    tools = {t.name: t for t in run_async(run)}
     assert set(tools) == EXPECTED_TOOLS
     for tool in tools.values():
         assert tool.description and len(tool.description) > 20
