@@ -60,6 +60,7 @@ class Call:
 class EmbeddingServer:
     dimensions: int = 64
     api_key: str = "sk-test-loopback-key"
+    port: int = 0  # 0 picks a free one
     calls: list[Call] = field(default_factory=list)
     _faults: deque[Fault] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -75,7 +76,7 @@ class EmbeddingServer:
             def do_POST(self) -> None:
                 server._handle(self)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()

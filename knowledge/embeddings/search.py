@@ -121,7 +121,7 @@ def _chunk_rows(
             cursor.execute("SET LOCAL enable_indexscan = off")
         else:
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, max(40, fetch)))])
+            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, candidates))])
         cursor.execute(sql, params)
         return cursor.fetchall()
 
