@@ -233,11 +233,10 @@ class Bench:
 
         from knowledge.embeddings import pipeline, store
         from knowledge.embeddings.providers import provider_for, spec_from_policy
-        from workspaces import semantic
 
         row, policy = pipeline.workspace_policy(self.workspace.pk)
         space = pipeline.active_space(self.workspace.pk)
-        provider = provider_for(spec_from_policy(policy, semantic.provider_key(row)))
+        provider = provider_for(spec_from_policy(policy, pipeline.workspace_key(row, policy)))
         cast, _ = store.vector_type(space.dimensions)
         timings = []
         for query in queries:
@@ -258,11 +257,10 @@ class Bench:
         from knowledge.embeddings import pipeline
         from knowledge.embeddings import search as semantic_search
         from knowledge.embeddings.providers import provider_for, spec_from_policy
-        from workspaces import semantic
 
         row, policy = pipeline.workspace_policy(self.workspace.pk)
         space = pipeline.active_space(self.workspace.pk)
-        provider = provider_for(spec_from_policy(policy, semantic.provider_key(row)))
+        provider = provider_for(spec_from_policy(policy, pipeline.workspace_key(row, policy)))
         queries = [q for q, _ in self._query_texts(min(100, self.sizes["latency_queries"]))]
         rows = {}
         for user in USERS:

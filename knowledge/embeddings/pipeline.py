@@ -80,6 +80,11 @@ def workspace_policy(workspace_id: int) -> tuple[SemanticPolicy, dict[str, Any]]
     return row, semantic.merge(row.policy, {})
 
 
+def workspace_key(row: SemanticPolicy, policy: dict[str, Any]) -> str | None:
+    """The provider key the policy needs (None for the local model); SecretError when none is stored."""
+    return None if policy["provider"] == "local" else semantic.provider_key(row)
+
+
 def vectors_possible(policy: dict[str, Any]) -> bool:
     return connection.vendor == "postgresql" and bool(policy["enabled"]) and store.is_ready()
 
@@ -296,12 +301,10 @@ def embed_batch(workspace_id: int) -> BatchResult:
     row, policy = workspace_policy(workspace_id)
     if not vectors_possible(policy) or policy["indexing"]["paused"]:
         return result
-    key = None
-    if policy["provider"] != "local":
-        try:
-            key = semantic.provider_key(row)
-        except SecretError:
-            return result  # nothing to do until a key is configured; status says so
+    try:
+        key = workspace_key(row, policy)
+    except SecretError:
+        return result  # nothing to do until a key is configured; status says so
     space = space_for(workspace_id, policy)
     limit = int(policy["indexing"]["batch_size"])
     if multi_workspace():

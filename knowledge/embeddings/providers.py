@@ -55,7 +55,9 @@ class Provider(Protocol):
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
-def spec_from_policy(policy: dict[str, Any], api_key: str | None, *, max_attempts: int = 4) -> EmbeddingSpec:
+def spec_from_policy(
+    policy: dict[str, Any], api_key: str | None, *, max_attempts: int = 4, max_backoff: float = 30.0
+) -> EmbeddingSpec:
     """The provider settings of a workspace policy (see `workspaces.semantic`)."""
     from django.conf import settings
 
@@ -67,6 +69,7 @@ def spec_from_policy(policy: dict[str, Any], api_key: str | None, *, max_attempt
         api_key=api_key,
         timeout=float(settings.KNOWLEDGE_EMBEDDING_TIMEOUT),
         max_attempts=max_attempts,
+        max_backoff=max_backoff,
     )
 
 

@@ -9,7 +9,6 @@ readable matches exist.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -59,10 +58,10 @@ def embed_query(workspace_id: int, text: str) -> tuple[EmbeddingSpace, list[floa
     if reason:
         raise unavailable(workspace_id, "semantic")
     row, policy = pipeline.workspace_policy(workspace_id)
-    key = None if policy["provider"] == "local" else pipeline.semantic.provider_key(row)
+    key = pipeline.workspace_key(row, policy)
     started = time.perf_counter()
     try:
-        spec = dataclasses.replace(spec_from_policy(policy, key, max_attempts=2), max_backoff=2.0)
+        spec = spec_from_policy(policy, key, max_attempts=2, max_backoff=2.0)  # a person is waiting
         vector = provider_for(spec).embed([text])[0]
     except ProviderError as exc:
         raise Invalid(
