@@ -167,46 +167,67 @@ def _replace_references(
     return result
 
 
-def _sync(document_id: uuid.UUID, version_id: str | None) -> SyncResult:
-    missing = SyncResult(document_id=str(document_id), version_id=version_id, status="missing")
-    first = Document.objects.select_related("namespace").filter(pk=document_id).first()
-    if first is None:
-        return missing
-    if version_id and str(first.current_version_id) != str(version_id):
-        return SyncResult(document_id=str(document_id), version_id=version_id, status="stale")
-    node = _lock_node(document_node(first))
-    # Read the document again under the node lock: a newer version committed meanwhile means a
-    # newer sync is queued behind us, and this one must not overwrite it with older links.
-    document = Document.objects.select_related("namespace", "current_version").filter(pk=document_id).first()
-    if document is None or document.current_version is None:
-        return missing
-    if version_id and str(document.current_version_id) != str(version_id):
-        return SyncResult(document_id=str(document_id), version_id=version_id, status="stale")
-    workspace_id = document.namespace.workspace_id
-    resolution = resolve.resolve_links(
+def _resolution(document: Document) -> resolve.Resolution:
+    return resolve.resolve_links(
         extract_links(document.current_version.content),
-        workspace_id=workspace_id,
+        workspace_id=document.namespace.workspace_id,
         namespace=document.namespace.slug,
         source_path=document.path,
         source_id=document.pk,
         public_url=settings.KNOWLEDGE_PUBLIC_URL,
     )
-    targets = document_nodes(resolution.targets, workspace_id=workspace_id)
-    result = _replace_references(node, targets, resolution.targets, document.current_version.author_id)
-    ContentLink.objects.filter(source=node).delete()
-    ContentLink.objects.bulk_create(
-        [_content_link_row(node, workspace_id, ordinal, link) for ordinal, link in enumerate(resolution.links)],
-        batch_size=500,
-    )
-    metadata = {key: value for key, value in node.metadata.items() if key != "sync_error"}
-    metadata["sync"] = {
-        "version_id": str(document.current_version_id),
-        "version": document.current_version.number,
-        "synced_at": timezone.now().isoformat(),
-        "counts": resolution.counts,
-    }
-    node.metadata, node.label = metadata, (document.title or "")[:500]
-    node.save(update_fields=["metadata", "label", "updated_at"])
+
+
+def _current(document_id: uuid.UUID) -> Document | None:
+    return Document.objects.select_related("namespace", "current_version").filter(pk=document_id).first()
+
+
+def _sync(document_id: uuid.UUID, version_id: str | None) -> SyncResult:
+    """Parse and resolve outside any transaction, make every node row exist (committed), then
+    lock the source node and write the edges.
+
+    Node rows are committed before a node lock is taken: an uncommitted node insert blocks every
+    other insert of that node until its transaction ends, so inserting one while holding a lock
+    deadlocks against a resolver that inserted it and now waits for our lock. The parse also
+    stays out of the transaction, so SQLite's write lock is not held through it.
+    """
+    missing = SyncResult(document_id=str(document_id), version_id=version_id, status="missing")
+    stale = SyncResult(document_id=str(document_id), version_id=version_id, status="stale")
+    parsed = _current(document_id)
+    if parsed is None or parsed.current_version is None:
+        return missing
+    if version_id and str(parsed.current_version_id) != str(version_id):
+        return stale
+    workspace_id = parsed.namespace.workspace_id
+    resolution = _resolution(parsed)
+    document_nodes([parsed.pk, *resolution.targets], workspace_id=workspace_id)
+    with transaction.atomic():
+        node = _lock_node(document_node(parsed))
+        # Read the document again under the node lock: a newer version committed meanwhile means a
+        # newer sync is queued behind us, and this one must not overwrite it with older links.
+        document = _current(document_id)
+        if document is None or document.current_version is None:
+            return missing
+        if version_id and str(document.current_version_id) != str(version_id):
+            return stale
+        if document.current_version_id != parsed.current_version_id or document.path != parsed.path:
+            resolution = _resolution(document)  # rare: the document changed between parse and lock
+        targets = document_nodes(resolution.targets, workspace_id=workspace_id)
+        result = _replace_references(node, targets, resolution.targets, document.current_version.author_id)
+        ContentLink.objects.filter(source=node).delete()
+        ContentLink.objects.bulk_create(
+            [_content_link_row(node, workspace_id, ordinal, link) for ordinal, link in enumerate(resolution.links)],
+            batch_size=500,
+        )
+        metadata = {key: value for key, value in node.metadata.items() if key != "sync_error"}
+        metadata["sync"] = {
+            "version_id": str(document.current_version_id),
+            "version": document.current_version.number,
+            "synced_at": timezone.now().isoformat(),
+            "counts": resolution.counts,
+        }
+        node.metadata, node.label = metadata, (document.title or "")[:500]
+        node.save(update_fields=["metadata", "label", "updated_at"])
     result.document_id, result.version_id = str(document.pk), str(document.current_version_id)
     result.counts = resolution.counts
     return result
@@ -251,8 +272,7 @@ def references_sync(
         return None
     version = str(version_id) if version_id else None
     try:
-        with transaction.atomic():
-            result = _sync(doc_id, version)
+        result = _sync(doc_id, version)
     except Exception as exc:
         if strict:
             raise
@@ -329,22 +349,22 @@ def _resolve_pending(document_id: uuid.UUID) -> int:
     source_ids = sorted(set(pending.exclude(source__document_id=document.pk).values_list("source_id", flat=True)))
     if not source_ids:
         return 0
-    target = document_node(document)
+    target = document_node(document)  # committed before any source lock, as in _sync
     resolved = 0
-    for source_id in source_ids:  # in id order, so concurrent resolvers lock in the same order
-        source = GraphNode.objects.select_for_update(no_key=True).filter(pk=source_id).first()
-        if source is None:
-            continue
-        rows = list(pending.filter(source=source))  # re-read under the lock: a sync may have replaced them
-        if not rows:
-            continue
-        fragments = [row.fragment for row in rows if row.fragment]
-        author_id = (
-            Document.objects.filter(pk=source.document_id).values_list("current_version__author_id", flat=True).first()
-        )
-        _upsert_reference(source, target, fragments, author_id)
-        ContentLink.objects.filter(pk__in=[row.pk for row in rows]).update(target_document=document)
-        resolved += 1
+    with transaction.atomic():
+        for source_id in source_ids:  # in id order, so concurrent resolvers lock in the same order
+            source = GraphNode.objects.select_for_update(no_key=True).filter(pk=source_id).first()
+            if source is None:
+                continue
+            rows = list(pending.filter(source=source))  # re-read under the lock: a sync may have replaced them
+            if not rows:
+                continue
+            fragments = [row.fragment for row in rows if row.fragment]
+            source_doc = Document.objects.filter(pk=source.document_id)
+            author_id = source_doc.values_list("current_version__author_id", flat=True).first()
+            _upsert_reference(source, target, fragments, author_id)
+            ContentLink.objects.filter(pk__in=[row.pk for row in rows]).update(target_document=document)
+            resolved += 1
     return resolved
 
 
@@ -358,8 +378,7 @@ def pending_links_resolve(*, document_id: uuid.UUID | str, strict: bool = False)
     if doc_id is None:
         return 0
     try:
-        with transaction.atomic():
-            return _resolve_pending(doc_id)
+        return _resolve_pending(doc_id)
     except Exception as exc:
         if strict:
             raise
@@ -457,8 +476,8 @@ def link_upsert(
     for role, document in (("source", source), ("target", target)):
         if document.archived:
             raise DocumentArchived(f"The {role} document is archived. Restore it before linking it.", field=role)
+    nodes = document_nodes([source.pk, target.pk], workspace_id=actor.workspace.pk)  # committed first, as in _sync
     with transaction.atomic():
-        nodes = document_nodes([source.pk, target.pk], workspace_id=actor.workspace.pk)
         source_node = _lock_node(nodes[source.pk])
         edge = GraphEdge.objects.filter(source=source_node, target=nodes[target.pk], edge_type=edge_type).first()
         if edge is None:
