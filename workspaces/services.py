@@ -69,7 +69,13 @@ def membership_set(*, workspace: Workspace, user: Any, role: str) -> Membership:
 
 @transaction.atomic
 def token_issue(*, user: Any, workspace: Workspace, name: str = "") -> tuple[ApiToken, str]:
-    """Create a token; the raw value is returned once and never stored."""
+    """Create a token; the raw value is returned once and never stored.
+
+    Only for a member: a token carries its workspace, so one for an outsider would be a key
+    that every request then refuses.
+    """
+    if not Membership.objects.filter(user=user, workspace=workspace).exists():
+        raise Invalid(f"{user} is not a member of workspace '{workspace.slug}'.", field="user")
     raw = new_token()
     token = ApiToken.objects.create(
         user=user, workspace=workspace, name=name, prefix=raw[:10], digest=token_digest(raw)

@@ -1,0 +1,32 @@
+"""Token issuing: only members get a token, and the raw value authenticates only its workspace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from config.exceptions import Invalid
+from workspaces.models import ApiToken
+from workspaces.services import membership_set, token_issue, token_revoke, user_ensure
+from workspaces.tokens import token_digest
+
+
+@pytest.mark.django_db
+def test_a_token_is_refused_to_someone_outside_the_workspace(workspace: Any, other_workspace: Any) -> None:
+    outsider = user_ensure(username="outsider", password="pw-for-tests")
+    membership_set(workspace=other_workspace, user=outsider, role="member")
+    with pytest.raises(Invalid) as caught:
+        token_issue(user=outsider, workspace=workspace)
+    assert caught.value.extra["field"] == "user"
+    assert not ApiToken.objects.filter(user=outsider, workspace=workspace).exists()
+
+
+def test_a_member_token_is_stored_hashed_and_works_until_revoked(make_member: Any, http: Any) -> None:
+    member = make_member("member")
+    stored = ApiToken.objects.get(digest=token_digest(member.token))
+    assert member.token not in (stored.digest, stored.prefix)
+    headers = {"Authorization": f"Bearer {member.token}"}
+    assert http.get("/kb/namespaces", headers=headers).status_code == 200
+    token_revoke(token=stored)
+    assert http.get("/kb/namespaces", headers=headers).status_code == 401
