@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import inspect
 import json
 import logging
 import os
@@ -18,8 +19,9 @@ import httpx2
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from mcp_bridge import schemas as out
 from mcp_bridge.bounds import bound_result, truncate_content
 from mcp_bridge.client import ApiError, KnowledgeApi
 from mcp_bridge.config import AgorConfig
@@ -40,6 +42,7 @@ Limit100 = Annotated[int, Field(ge=1, le=100)]
 Offset = Annotated[int, Field(ge=0, le=1_000_000)]
 ArchiveFilter = Literal["active", "archived", "all"]
 Version = Annotated[int | str | None, Field(description="Version number or version id.")]
+ToolBody = Callable[..., Awaitable[dict[str, Any]]]
 
 
 def _snake(name: str) -> str:
@@ -80,6 +83,15 @@ def explain(error: ApiError) -> str:
     if body.get("errors"):
         extra = " " + json.dumps(body["errors"], ensure_ascii=False)[:1000]
     return f"{error.detail} (code {error.code}){extra}"
+
+
+def unexpected_shape(tool_name: str, error: ValidationError) -> str:
+    """A server answer the output schema rejects: name the fields, point at a version mismatch."""
+    fields = ", ".join(".".join(str(p) for p in e["loc"]) + f" ({e['msg'].lower()})" for e in error.errors()[:5])
+    return (
+        f"{tool_name}: the Knowledge server answered in an unexpected shape: {fields}. The server and this "
+        "bridge may be different versions; compare `agor --version` with the server's /health."
+    )
 
 
 class Bridge:
@@ -172,8 +184,12 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
     )
     server.bridge = bridge  # type: ignore[attr-defined]
 
-    def tool(*, read_only: bool = False, idempotent: bool = False, destructive: bool = False):
-        def decorate(func: Callable[..., Awaitable[dict[str, Any]]]):
+    def tool(
+        *, output: type[out.Out], read_only: bool = False, idempotent: bool = False, destructive: bool = False
+    ) -> Callable[[ToolBody], ToolBody]:
+        """Register a tool whose dict result is bounded, then validated against and published as `output`."""
+
+        def decorate(func: ToolBody) -> ToolBody:
             @functools.wraps(func)
             async def wrapper(*args: Any, **kwargs: Any) -> dict[str, Any]:
                 if bridge.problem:
@@ -182,7 +198,14 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
                     result = await func(*args, **kwargs)
                 except ApiError as exc:
                     raise ToolError(explain(exc)) from None
-                return bound_result(result)
+                result = bound_result(result)
+                try:
+                    output.model_validate(result)
+                except ValidationError as exc:
+                    raise ToolError(unexpected_shape(func.__name__, exc)) from None
+                return result
+
+            wrapper.__signature__ = inspect.signature(func, eval_str=True).replace(return_annotation=output)  # type: ignore[attr-defined]
 
             annotations = ToolAnnotations(
                 read_only_hint=read_only, idempotent_hint=idempotent or read_only, destructive_hint=destructive
@@ -195,7 +218,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
 
     # --- namespaces ------------------------------------------------------------------------
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.NamespaceList)
     async def agor_kb_namespaces_list(
         slug: Annotated[str | None, Field(description="Only this namespace.")] = None,
         kind: Annotated[str | None, Field(description="global, system, user, repo, branch or team.")] = None,
@@ -218,7 +241,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         body = await api.get("/kb/namespaces", archive_filter=archive, kind=kind, limit=limit, offset=offset)
         return page(body["data"], body["total"], limit, offset)
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, output=out.NamespacePutResult)
     async def agor_kb_namespace_put(
         slug: Annotated[str, Field(min_length=1, max_length=100, description="Namespace slug (immutable).")],
         displayName: str | None = None,  # noqa: N803
@@ -248,7 +271,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         updated = await api.request("PATCH", f"/kb/namespaces/{quote(slug, safe='')}", json=fields)
         return {"namespace": updated, "created": False}
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.Tree)
     async def agor_kb_tree(
         namespace: Annotated[str, Field(min_length=1, max_length=100)],
         pathPrefix: str | None = None,  # noqa: N803
@@ -262,7 +285,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         offset: Offset = 0,
     ) -> dict[str, Any]:
         """The folder/document tree of a namespace (no content). Use it to see what exists before reading."""
-        return await api.get(
+        body = await api.get(
             f"/kb/namespaces/{quote(namespace, safe='')}/tree",
             path_prefix=pathPrefix,
             depth=depth,
@@ -274,10 +297,12 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
             limit=limit,
             offset=offset,
         )
+        paging = body.get("pagination") or {}
+        return {**body, "hasMore": bool(paging.get("has_more")), "nextOffset": paging.get("next_offset")}
 
     # --- reading ---------------------------------------------------------------------------
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.SearchResults)
     async def agor_kb_search(
         query: Annotated[
             str, Field(max_length=1000, description='Words, "phrases", OR, -exclude, prefix*. "" browses.')
@@ -317,9 +342,17 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
             limit=limit,
             offset=offset,
         )
-        return page(body["data"], body["total"], limit, offset, relaxed=body.get("relaxed", False))
+        return page(
+            body["data"],
+            body["total"],
+            limit,
+            offset,
+            relaxed=body.get("relaxed", False),
+            effective_mode=body.get("effective_mode", mode),
+            fallback_reason=body.get("fallback_reason"),
+        )
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.DocumentResult)
     async def agor_kb_get(
         documentId: DocumentId = None,  # noqa: N803
         uri: Uri = None,
@@ -341,7 +374,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
                 doc["content"] = found.get("content", "")
         return {"document": bound_document(doc)}
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.Outline)
     async def agor_kb_outline(
         documentId: DocumentId = None,  # noqa: N803
         uri: Uri = None,
@@ -354,7 +387,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         doc_id = await bridge.document_id(documentId, uri, namespace, path)
         return await api.get(f"/kb/documents/{doc_id}/outline", version=version, max_depth=maxDepth)
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.Range)
     async def agor_kb_get_range(
         documentId: DocumentId = None,  # noqa: N803
         uri: Uri = None,
@@ -387,7 +420,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
             include_line_numbers=includeLineNumbers,
         )
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.History)
     async def agor_kb_history(
         documentId: DocumentId = None,  # noqa: N803
         uri: Uri = None,
@@ -406,7 +439,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
 
     # --- writing ---------------------------------------------------------------------------
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, output=out.WriteResult)
     async def agor_kb_put(
         documentId: DocumentId = None,  # noqa: N803
         uri: Uri = None,
@@ -455,7 +488,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         )
         return result
 
-    @tool()
+    @tool(output=out.EditResult)
     async def agor_kb_edit(
         ops: Annotated[
             list[dict[str, Any]],
@@ -502,7 +535,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
             raise ToolError(f"subpath escapes the worktree ({root}).")
         return target
 
-    @tool()
+    @tool(output=out.Materialized)
     async def agor_kb_materialize(
         documentId: DocumentId = None,  # noqa: N803
         uri: Uri = None,
@@ -553,7 +586,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
             "instructions": "Edit the file, then call agor_kb_publish_from_worktree with the same subpath.",
         }
 
-    @tool()
+    @tool(output=out.Published)
     async def agor_kb_publish_from_worktree(
         subpath: Annotated[str, Field(min_length=1, max_length=1024)],
         worktree: str | None = None,
@@ -658,7 +691,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         ref = parse_ref(document_id, uri, namespace, path)
         return {"document_id": ref[1]} if ref[0] == "id" else {"namespace": ref[1], "path": ref[2]}
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, output=out.LinkResult)
     async def agor_kb_link(
         edgeType: Literal[  # noqa: N803
             "references",
@@ -693,7 +726,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         }
         return await api.request("POST", "/kb/graph/links", json=body)
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.Neighbors)
     async def agor_kb_graph_neighbors(
         documentId: DocumentId = None,  # noqa: N803
         uri: Uri = None,
@@ -715,7 +748,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
 
     # --- archive ---------------------------------------------------------------------------
 
-    @tool(idempotent=True, destructive=True)
+    @tool(idempotent=True, destructive=True, output=out.ArchiveResult)
     async def agor_kb_archive(
         documentId: Annotated[str, Field(min_length=1)],  # noqa: N803
         archived: bool,
@@ -730,7 +763,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
             body["expected_archived"] = expectedArchived
         return await api.request("PATCH", f"/kb/documents/{quote(documentId, safe='')}", json=body)
 
-    @tool(idempotent=True, destructive=True)
+    @tool(idempotent=True, destructive=True, output=out.BulkArchiveResult)
     async def agor_kb_archive_bulk(
         archived: bool,
         targets: Annotated[
@@ -755,7 +788,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
 
     # --- teammate --------------------------------------------------------------------------
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.TeammateContext)
     async def agor_teammate_context(
         includeMemory: bool = True,  # noqa: N803
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
@@ -763,7 +796,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         """Your teammate config, home namespace and recent memory (the home is created on first use)."""
         return await api.get("/kb/teammate", include_memory=includeMemory, limit=limit)
 
-    @tool(read_only=True)
+    @tool(read_only=True, output=out.MemorySearchResults)
     async def agor_teammate_memory_search(
         query: Annotated[str, Field(max_length=1000)],
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
@@ -782,7 +815,7 @@ def build_server(config: AgorConfig, api: KnowledgeApi | None = None) -> MCPServ
         )
         return page(body["data"], body["total"], limit, 0, namespace=context["namespace"])
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, output=out.MemoryAppendResult)
     async def agor_teammate_memory_append(
         bullets: Annotated[str | list[str], Field(description="One bullet per line, or a list.")],
         date: Annotated[str | None, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")] = None,

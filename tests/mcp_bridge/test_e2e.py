@@ -158,3 +158,85 @@ def test_rejected_token_gives_one_clear_error_per_tool(live_server, alice, tmp_p
         assert "rejected the token" in await s.fails("agor_kb_namespaces_list", {})
 
     run_bridge(live_server, "kb_not-a-real-token", tmp_path, scenario)
+
+
+STRUCTURED = "# Guide\n\nintro\n\n### Deep\n\nd\n\n## Step\n\none\n\n## Step\n\ntwo\n"
+
+
+def test_structure_edit_graph_and_failure_of_every_other_tool(live_server, alice, bob, tmp_path):
+    """Tools the first scenario does not cover, each with a success and a failure."""
+    namespace = namespace_create(actor=alice.actor, slug="eng", others_can="read")
+    private = namespace_create(actor=bob.actor, slug="bobs")
+    secret = document_create(actor=bob.actor, namespace=private, path="s.md", content="# Secret\n")
+    target = document_create(actor=alice.actor, namespace=namespace, path="ops/deploy.md", content="# Deploy\n")
+
+    async def scenario(s: Session) -> None:
+        assert "limit" in (await s.fails("agor_kb_namespaces_list", {"limit": 0})).lower()
+
+        # put creates, put again with the right version revises, an edit with the stale one conflicts
+        created = await s.ok("agor_kb_put", {"namespace": "eng", "path": "guides/guide.md", "content": STRUCTURED})
+        assert created["created"] is True and created["document"]["current_version"]["number"] == 1
+        doc_id = created["document"]["id"]
+        assert created["document"]["reference_uri"] == f"agor://kb/document/{doc_id}"
+        same = await s.ok("agor_kb_put", {"namespace": "eng", "path": "guides/guide.md", "content": STRUCTURED})
+        assert same["changed"] is False and same["document"]["current_version"]["number"] == 1
+        revised = await s.ok(
+            "agor_kb_put",
+            {"documentId": doc_id, "content": STRUCTURED + "\nmore\n", "expectedVersion": 1},
+        )
+        assert revised["document"]["current_version"]["number"] == 2
+        missing = await s.fails("agor_kb_put", {"namespace": "eng", "path": "new.md"})
+        assert "content" in missing.lower()
+
+        tree = await s.ok("agor_kb_tree", {"namespace": "eng"})
+        folders = {node["name"] for node in tree["tree"] if node["type"] == "folder"}
+        assert folders == {"guides", "ops"} and tree["hasMore"] is False and tree["total"] == 2
+        assert "Not found" in await s.fails("agor_kb_tree", {"namespace": "bobs"})
+
+        # duplicate and skipped headings: refs count per level under the same parent
+        outline = await s.ok("agor_kb_outline", {"uri": "agor://kb/eng/guides/guide.md"})
+        refs = [(h["title"], h["section_ref"], h["start_line"], h["end_line"]) for h in outline["headings"]]
+        assert refs == [
+            ("Guide", "root.h1[1]", 1, 17),
+            ("Deep", "root.h1[1].h3[1]", 5, 8),
+            ("Step", "root.h1[1].h2[1]", 9, 12),
+            ("Step", "root.h1[1].h2[2]", 13, 17),
+        ]
+        assert "Provide documentId" in await s.fails("agor_kb_outline", {})
+
+        second = await s.ok(
+            "agor_kb_get_range", {"documentId": doc_id, "sectionRef": "root.h1[1].h2[2]", "contextLines": 0}
+        )
+        assert second["range"]["content"].startswith("## Step\n\ntwo\n")
+        by_heading = await s.ok(
+            "agor_kb_get_range", {"documentId": doc_id, "headingPath": "Guide > Step", "occurrence": 2}
+        )
+        assert by_heading["range"]["start_line"] == 13
+        assert "section" in (await s.fails("agor_kb_get_range", {"documentId": doc_id, "sectionRef": "root.h9[1]"}))
+
+        # edits: a stale expectedVersion is a conflict that says how to retry; the right one makes version 3
+        op = {"type": "replace_line_range", "startLine": 11, "endLine": 11, "replacement": "first"}
+        op["expectedText"] = "one"
+        stale = await s.fails("agor_kb_edit", {"documentId": doc_id, "ops": [op], "expectedVersion": 1})
+        assert "now at version 2" in stale and "expectedVersion=2" in stale
+        edited = await s.ok("agor_kb_edit", {"documentId": doc_id, "ops": [op], "expectedVersion": 2})
+        assert edited["new_version"]["number"] == 3 and "+first" in edited["diff"]
+
+        # explicit links and a walk of the graph
+        link = {"sourceDocumentId": doc_id, "targetUri": "agor://kb/eng/ops/deploy.md", "edgeType": "depends_on"}
+        linked = await s.ok("agor_kb_link", link)
+        assert linked["created"] is True and linked["edge"]["target"]["document_id"] == str(target.pk)
+        assert (await s.ok("agor_kb_link", link))["created"] is False
+        unaddressed = await s.fails("agor_kb_link", {**link, "targetUri": "agor://kb/eng"})
+        assert "Provide documentId" in unaddressed
+        hidden = await s.fails("agor_kb_link", {**link, "targetUri": None, "targetDocumentId": str(secret.pk)})
+        assert "Not found" in hidden and "Secret" not in hidden
+        around = await s.ok("agor_kb_graph_neighbors", {"documentId": str(target.pk), "direction": "in"})
+        assert [n["document_id"] for n in around["nodes"]] == [doc_id]
+        assert [e["edge_type"] for e in around["edges"]] == ["depends_on"]
+        assert "Not found" in await s.fails("agor_kb_graph_neighbors", {"documentId": str(secret.pk)})
+
+        assert "limit" in (await s.fails("agor_teammate_context", {"limit": 0})).lower()
+        assert "query" in (await s.fails("agor_teammate_memory_search", {"query": "x" * 1001})).lower()
+
+    run_bridge(live_server, alice.token, tmp_path, scenario)

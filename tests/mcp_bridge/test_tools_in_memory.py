@@ -105,8 +105,57 @@ def test_long_content_is_cut_at_a_line_with_a_hint():
     assert len(json.dumps(bounded)) <= MAX_RESULT_CHARS + 2000
 
 
+def _document(**fields):
+    """A document as the API returns it (the fields the bridge's output schema requires)."""
+    return {
+        "id": "d1",
+        "reference_uri": "agor://kb/document/d1",
+        "uri": "agor://kb/n/p.md",
+        "url": "http://kb.test/ui/kb/n/p.md",
+        "namespace": "n",
+        "path": "p.md",
+        "title": "P",
+        "archived": False,
+        "current_version": {"id": "v1", "number": 1, "sha256": "0" * 64},
+        **fields,
+    }
+
+
+def test_output_schemas_publish_what_agents_rely_on():
+    async def run():
+        async with Client(_server(lambda r: httpx2.Response(200, json={}))) as client:
+            return {t.name: t.output_schema for t in (await client.list_tools()).tools}
+
+    schemas = run_async(run)
+    search = schemas["agor_kb_search"]
+    assert {"data", "total", "hasMore", "nextOffset", "relaxed"} <= set(search["required"])
+    document = search["$defs"]["Document"]
+    assert {"id", "reference_uri", "namespace", "path"} <= set(document["required"])
+    assert "contentTruncation" in document["properties"]
+    assert "section_ref" in schemas["agor_kb_outline"]["$defs"]["OutlineHeading"]["required"]
+    assert "content_md5" in schemas["agor_kb_get_range"]["$defs"]["LineRange"]["required"]
+    assert {"hasMore", "nextOffset"} <= set(schemas["agor_kb_tree"]["properties"])
+    assert "deduped" in schemas["agor_teammate_memory_append"]["$defs"]["Appended"]["required"]
+    for name, schema in schemas.items():
+        assert schema.get("additionalProperties") is True, name
+
+
+def test_an_answer_in_the_wrong_shape_is_an_actionable_tool_error():
+    result = _call(_server(lambda r: httpx2.Response(200, json={"id": "d1"})), "agor_kb_get", {"documentId": "d1"})
+    assert result.is_error
+    message = result.content[0].text
+    assert "unexpected shape" in message and "document.reference_uri" in message and "agor --version" in message
+
+
+def test_extra_fields_from_a_newer_server_pass_through():
+    body = _document(new_field={"x": 1})
+    result = _call(_server(lambda r: httpx2.Response(200, json=body)), "agor_kb_get", {"documentId": "d1"})
+    assert not result.is_error
+    assert result.structured_content["document"]["new_field"] == {"x": 1}
+
+
 def test_ten_mebibyte_document_never_floods_the_agent():
-    body = {"id": "d1", "namespace": "n", "path": "p.md", "content": "x" * 80 + "\n"}
+    body = _document(content="x" * 80 + "\n")
     body["content"] *= 130_000  # ~10 MiB
 
     result = _call(_server(lambda r: httpx2.Response(200, json=body)), "agor_kb_get", {"documentId": "d1"})
