@@ -162,3 +162,25 @@ def test_ten_mebibyte_document_never_floods_the_agent():
     assert not result.is_error
     assert len(result.content[0].text) < 120_000
     assert result.structured_content["document"]["contentTruncation"]["truncated"] is True
+
+
+def test_a_symlink_out_of_the_worktree_is_refused(tmp_path):
+    worktree, outside = tmp_path / "worktree", tmp_path / "outside"
+    worktree.mkdir()
+    outside.mkdir()
+    (worktree / "notes").symlink_to(outside, target_is_directory=True)
+    (outside / "stolen.md").write_text("# Not yours\n")
+    body = _document(content="# P\n")
+    server = _server(lambda r: httpx2.Response(200, json=body))
+
+    written = _call(
+        server, "agor_kb_materialize", {"documentId": "d1", "worktree": str(worktree), "subpath": "notes/p.md"}
+    )
+    assert written.is_error and "escapes the worktree" in written.content[0].text
+    assert list(outside.iterdir()) == [outside / "stolen.md"]
+    read = _call(
+        server,
+        "agor_kb_publish_from_worktree",
+        {"worktree": str(worktree), "subpath": "notes/stolen.md", "namespace": "n", "path": "p.md"},
+    )
+    assert read.is_error and "escapes the worktree" in read.content[0].text
