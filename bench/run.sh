@@ -3,7 +3,8 @@
 # deterministic corpus, serve it with gunicorn on a free 127.0.0.1 port and measure the API.
 # Prints one markdown table per backend and writes var/bench/core-<backend>.json; then the
 # transfer benchmark (agor kb export / import) per backend, written to var/bench/transfer-<backend>.json,
-# and the MCP bridge's start-up and tool-call latency (var/bench/mcp-<backend>.json).
+# rendering times (var/bench/render.json) and the MCP bridge's start-up and tool-call latency
+# (var/bench/mcp-<backend>.json).
 # On PostgreSQL the semantic benchmark runs on the same corpus (var/bench/semantic-postgres.json).
 # Usage: bench/run.sh [--quick] [sqlite|postgres ...]   (BENCH_KEEP_DB=1 keeps the SQLite file)
 set -euo pipefail
@@ -151,6 +152,10 @@ for backend in "${BACKENDS[@]}"; do
   run_child "$BIN/python" -m bench.transfer_bench --scale "$SCALE" --backend "$backend" \
     --out "$OUT/transfer-$backend$SUFFIX.json" || status=1
 done
+
+# Rendering of large and adversarial markdown, in-process (no database needed).
+echo "== rendering ==" >&2
+run_child env -u DATABASE_URL "$BIN/python" -m bench.render_bench --out "$OUT/render$SUFFIX.json" || status=1
 
 # The MCP bridge over stdio against gunicorn (bench/mcp_bench.py starts its own small corpus).
 for backend in "${BACKENDS[@]}"; do

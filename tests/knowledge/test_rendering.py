@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 import unicodedata
 from html.parser import HTMLParser
 
@@ -268,15 +267,15 @@ def _realistic_document(size: int) -> str:
     return "".join(parts)[:size]
 
 
-def test_rendering_one_mebibyte_stays_under_a_second():
-    """CPU time, so that other work on the machine's shared cores does not count."""
+def test_a_realistic_mebibyte_renders_whole_without_degrading():
+    """The budgets never cut an ordinary large document short (its timing is in `make bench`)."""
     content = _realistic_document(1024 * 1024)
-    render_markdown("# warm up\n\n```python\nx = 1\n```\n")
-    started_cpu, started_wall = time.process_time(), time.perf_counter()
     rendered = render_markdown(content, namespace="eng", path="big.md")
-    cpu, wall = time.process_time() - started_cpu, time.perf_counter() - started_wall
-    assert len(rendered.html) > len(content)
-    assert cpu < 1.0, f"1 MiB rendered in {cpu:.2f} s CPU ({wall:.2f} s wall)"
+    last_section = re.findall(r"^## (Section \d+)$", content, flags=re.M)[-2]
+    assert not rendered.degraded
+    assert f">{last_section}<a class=\"headerlink\"" in rendered.html
+    assert rendered.html.count("<table>") == content.count("| key | value |")
+    assert rendered.html.count('class="arithmatex"') == content.count("$E = mc^2$")
 
 
 # --- sanitizer --------------------------------------------------------------------------------
@@ -544,11 +543,24 @@ def test_render_for_reader_follows_access_and_versions(make_member):
     ["[" * 30_000, "[x " * 20_000, "[a](" * 20_000, "![" * 20_000, "[" * 10_000 + "]" * 10_000],
     ids=["brackets", "open-links", "open-hrefs", "images", "nested"],
 )
-def test_bracket_floods_render_in_linear_time(content: str):
-    """Python-Markdown rescans from every unmatched `[`: quadratic without the bracket budget."""
-    started = time.process_time()
+def test_bracket_floods_skip_link_parsing(content: str, monkeypatch):
+    """Python-Markdown rescans from every unmatched `[`: quadratic unless the budget stops it.
+
+    Counted rather than timed: once the flood's scan cost is over budget, no link pattern runs
+    on it at all (timings are in `make bench`).
+    """
+    assert rendering.bracket_scan_cost(content) > rendering.BRACKET_SCAN_BUDGET
+    tried = []
+    original = rendering.FastInlineTreeprocessor._InlineProcessor__applyPattern
+
+    def counting(self, pattern, data, index, start_index=0):
+        if id(pattern) in self._bracket_patterns:
+            tried.append(pattern)
+        return original(self, pattern, data, index, start_index)
+
+    monkeypatch.setattr(rendering.FastInlineTreeprocessor, "_InlineProcessor__applyPattern", counting)
     rendered = render_markdown(content)
-    assert time.process_time() - started < 0.5
+    assert rendered.degraded and tried == []
     assert "[" in rendered.html  # shown as text
 
 
@@ -573,7 +585,9 @@ def test_inline_budget_leaves_the_rest_plain(monkeypatch):
 def test_dense_inline_markup_is_bounded():
     """1 MiB of emphasis (260 000 elements) would take 12 s; the budget keeps it to a few."""
     content = "\n\n".join(["*a* " * 500] * 520)
-    started = time.process_time()
     rendered = render_markdown(content)
-    assert time.process_time() - started < 8
     assert rendered.degraded
+    # The budget (about 2 units per `*`) formats the first paragraphs and leaves the rest plain.
+    formatted = rendered.html.count("<em>a</em>")
+    assert 0 < formatted <= rendering.INLINE_TRIGGER_BUDGET // 2 + 500
+    assert rendered.html.count("*a*") >= 500 * 520 - formatted - 500
