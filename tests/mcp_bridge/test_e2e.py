@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -240,3 +241,17 @@ def test_structure_edit_graph_and_failure_of_every_other_tool(live_server, alice
         assert "query" in (await s.fails("agor_teammate_memory_search", {"query": "x" * 1001})).lower()
 
     run_bridge(live_server, alice.token, tmp_path, scenario)
+
+
+@pytest.mark.parametrize("token", ["kb_not-a-real-token", ""], ids=["rejected", "missing"])
+def test_start_up_reports_a_bad_token_on_stderr_and_keeps_stdout_for_the_protocol(live_server, tmp_path, token):
+    env = {**os.environ, "AGOR_URL": live_server.url, "AGOR_TOKEN": token, "AGOR_CONFIG_DIR": str(tmp_path)}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    # stdin at EOF: the server starts, reports, finds no client and exits instead of hanging.
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_bridge"], env=env, cwd=str(ROOT), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    expected = "rejected the token" if token else "Knowledge is not configured"
+    assert expected in result.stderr
+    assert result.stdout == ""
