@@ -185,3 +185,6 @@ class DocumentVersionAdmin(VersionPreviewMixin, NamespaceScopedAdmin):
     @admin.display(description="document", ordering="document__path")
     def document_path(self, version: DocumentVersion) -> str:
         return f"{version.document.namespace.slug}/{version.document.path}"
+
+
+from knowledge import teammate_admin  # noqa: E402,F401  (registers the teammate config page)

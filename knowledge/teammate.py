@@ -13,11 +13,11 @@ from django.db import transaction
 
 from config.exceptions import Invalid, PermissionDenied
 from knowledge.exceptions import PathTaken, VersionConflict
-from knowledge.models import Document, DocumentKind
+from knowledge.models import Document, DocumentKind, EditPolicy
 from knowledge.services import document_create, document_revise
 from workspaces import access
 from workspaces.access import Actor
-from workspaces.models import Namespace, Permission, TeammateConfig
+from workspaces.models import Namespace, Permission, TeammateConfig, Visibility
 from workspaces.services import namespace_create
 
 CATEGORIES = ("note", "decision", "preference", "project", "learning", "task", "other")
@@ -27,9 +27,80 @@ BULLET_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 TAG_CLEAN = re.compile(r"[^\w-]+")
 
 
+GRANT_ACCESS = ("read", "write")
+SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+CONFIG_FIELDS = ("memory_path_template", "memory_visibility", "memory_edit_policy", "grants")
+
+
 def teammate_config(actor: Actor) -> TeammateConfig:
     config, _ = TeammateConfig.objects.get_or_create(workspace=actor.workspace, user=actor.user)
     return config
+
+
+def _clean_template(value: Any) -> str:
+    if (
+        not isinstance(value, str)
+        or len(value) > 200
+        or "{{YYYY-MM-DD}}" not in value
+        or value.startswith("/")
+        or ".." in value.split("/")
+    ):
+        raise Invalid(
+            "Use a relative path of at most 200 characters containing {{YYYY-MM-DD}}.",
+            field="memory_path_template",
+        )
+    return value
+
+
+def _clean_grants(value: Any) -> list[dict[str, str]]:
+    """`[{namespace, access}]`: one entry per namespace slug, access read or write."""
+    if not isinstance(value, list) or len(value) > 100:
+        raise Invalid("grants must be a list of at most 100 {namespace, access} entries.", field="grants")
+    cleaned: dict[str, dict[str, str]] = {}
+    for index, grant in enumerate(value):
+        slug = grant.get("namespace") if isinstance(grant, dict) else None
+        access_level = grant.get("access", "read") if isinstance(grant, dict) else None
+        if not isinstance(slug, str) or not SLUG.match(slug) or access_level not in GRANT_ACCESS:
+            raise Invalid(
+                f"grants[{index}] must be {{namespace: <slug>, access: read|write}}.", field=f"grants[{index}]"
+            )
+        if isinstance(grant, dict) and set(grant) - {"namespace", "access"}:
+            raise Invalid(f"grants[{index}] has unknown fields.", field=f"grants[{index}]")
+        cleaned[slug] = {"namespace": slug, "access": access_level}
+    return list(cleaned.values())
+
+
+def config_changes_clean(changes: dict[str, Any]) -> dict[str, Any]:
+    """Validated config changes; the first problem raises `Invalid` naming its field."""
+    unknown = set(changes) - set(CONFIG_FIELDS)
+    if unknown:
+        raise Invalid(f"Unknown fields: {', '.join(sorted(unknown))}.", field=sorted(unknown)[0])
+    cleaners = {
+        "memory_path_template": _clean_template,
+        "memory_visibility": lambda v: _choice(v, Visibility.values, "memory_visibility"),
+        "memory_edit_policy": lambda v: _choice(v, EditPolicy.values, "memory_edit_policy"),
+        "grants": _clean_grants,
+    }
+    return {field: cleaners[field](value) for field, value in changes.items()}
+
+
+@transaction.atomic
+def teammate_config_update(*, config: TeammateConfig, changes: dict[str, Any]) -> TeammateConfig:
+    """The one writer of teammate configs (API and admin): every field validated here."""
+    cleaned = config_changes_clean(changes)
+    if not cleaned:
+        return config
+    locked = TeammateConfig.objects.select_for_update().get(pk=config.pk)
+    for field, value in cleaned.items():
+        setattr(locked, field, value)
+    locked.save(update_fields=[*cleaned, "updated_at"])
+    return locked
+
+
+def _choice(value: Any, allowed: list[str], field: str) -> str:
+    if value not in allowed:
+        raise Invalid(f"{field} must be one of {', '.join(allowed)}.", field=field)
+    return value
 
 
 @transaction.atomic

@@ -30,11 +30,6 @@ class TeammateConfigSerializer(serializers.Serializer):
     memory_edit_policy = serializers.ChoiceField(choices=EditPolicy.values, required=False)
     grants = serializers.ListField(child=serializers.DictField(), required=False, max_length=100)
 
-    def validate_memory_path_template(self, value: str) -> str:
-        if "{{YYYY-MM-DD}}" not in value or value.startswith("/") or ".." in value:
-            raise serializers.ValidationError("Use a relative path containing {{YYYY-MM-DD}}.")
-        return value
-
 
 class TeammateQuerySerializer(serializers.Serializer):
     user = s.TextField(max_length=150, required=False, help_text="Workspace admins: another member's config.")
@@ -200,9 +195,5 @@ class TeammateConfigView(APIView):
         query = parse(TeammateQuerySerializer, request.query_params)
         data = parse(TeammateConfigSerializer, request.data)
         actor = _target_actor(request, query.get("user"))
-        config = teammate.teammate_config(actor)
-        for field, value in data.items():
-            setattr(config, field, value)
-        if data:
-            config.save()
+        config = teammate.teammate_config_update(config=teammate.teammate_config(actor), changes=data)
         return Response(_config_data(config))

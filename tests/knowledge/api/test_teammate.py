@@ -119,3 +119,27 @@ def test_config_is_self_service_and_admins_manage_others(http, alice, bob, make_
     assert bad.status_code == 400
     result = http.as_(alice).post("/kb/teammate/memory", json={"bullets": "x", "date": "2026-01-02"}).json()
     assert result["path"] == "notes/2026-01-02.md"
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"grants": [{"namespace": "Bad Slug", "access": "read"}]}, "grants[0]"),
+        ({"grants": [{"namespace": "eng", "access": "own"}]}, "grants[0]"),
+        ({"grants": [{"namespace": "eng", "access": "read", "extra": 1}]}, "grants[0]"),
+        ({"memory_edit_policy": "nobody"}, "memory_edit_policy"),
+        ({"memory_path_template": "memory/today.md"}, "memory_path_template"),
+    ],
+)
+def test_bad_config_values_are_400_and_change_nothing(http, alice, body, field):
+    before = http.as_(alice).get("/kb/teammate/config").json()
+    response = http.as_(alice).patch("/kb/teammate/config", json=body)
+    assert response.status_code == 400, response.text
+    assert field in response.text
+    assert http.as_(alice).get("/kb/teammate/config").json() == before
+
+
+def test_grants_are_normalised_one_per_namespace(http, alice):
+    grants = [{"namespace": "eng", "access": "read"}, {"namespace": "ops"}, {"namespace": "eng", "access": "write"}]
+    saved = http.as_(alice).patch("/kb/teammate/config", json={"grants": grants}).json()
+    assert saved["grants"] == [{"namespace": "eng", "access": "write"}, {"namespace": "ops", "access": "read"}]
