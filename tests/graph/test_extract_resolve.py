@@ -94,6 +94,21 @@ def test_links_in_tables_and_nested_structures():
     assert hrefs(markdown) == ["cell.md", "q.md", "li.md"]
 
 
+def test_images_inside_links_count_and_the_first_definition_of_a_label_wins():
+    markdown = "[![badge](badge.png)](target.md) ![alt agor://kb/eng/alt.md](i.png)\n\n[R]: first.md\n[r]: second.md\n"
+    assert [(r.href, r.kind) for r in extract_links(markdown)] == [
+        ("target.md", "link"),
+        ("badge.png", "image"),
+        ("i.png", "image"),
+        ("first.md", "definition"),
+    ]
+
+
+def test_lines_are_those_of_each_link_with_multibyte_text_before_it():
+    refs = extract_links("# Überblick 日本\n\nText é\nmore [a](a.md)\n\n- x\n- agor://kb/eng/b.md\n")
+    assert [(r.href, r.line) for r in refs] == [("a.md", 4), ("agor://kb/eng/b.md", 7)]
+
+
 def test_empty_and_plain_documents():
     assert extract_links("") == []
     assert extract_links("no links here, just a path guides/setup.md") == []
