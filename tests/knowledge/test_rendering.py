@@ -273,7 +273,7 @@ def test_a_realistic_mebibyte_renders_whole_without_degrading():
     rendered = render_markdown(content, namespace="eng", path="big.md")
     last_section = re.findall(r"^## (Section \d+)$", content, flags=re.M)[-2]
     assert not rendered.degraded
-    assert f">{last_section}<a class=\"headerlink\"" in rendered.html
+    assert f'>{last_section}<a class="headerlink"' in rendered.html
     assert rendered.html.count("<table>") == content.count("| key | value |")
     assert rendered.html.count('class="arithmatex"') == content.count("$E = mc^2$")
 
