@@ -2,7 +2,9 @@
 
 `python -m bench.render_bench [--runs N] [--out FILE]` renders, in-process, documents of 64 KiB
 and 1 MiB built from the core benchmark's markdown generator (headings, paragraphs, lists,
-tables, code, quotes), this project's own README repeated to 1 MiB, and two adversarial inputs
+tables, code, quotes), the 1 MiB one again after a one-paragraph edit (its unchanged code blocks
+are highlighted from memory; every other row is cold), this project's own README repeated to
+1 MiB, and two adversarial inputs
 the renderer bounds (an unmatched-bracket flood and 1 MiB of dense emphasis). It reports CPU and
 wall time (p50 and the slowest of N runs), whether the output was degraded (the rest shown as
 plain text), and the issue's aim: a 1 MiB document renders in under a second.
@@ -22,6 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
+EDITED = "generated 1 MiB, re-rendered after an edit"
 
 
 def _inputs() -> dict[str, str]:
@@ -37,9 +40,12 @@ def _inputs() -> dict[str, str]:
         return fit("".join(parts), size)
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    one_mib = generated(MIB, "render:1m")
+    middle = len(one_mib) // 2
     return {
         "generated 64 KiB": generated(64 * 1024, "render:64k"),
-        "generated 1 MiB": generated(MIB, "render:1m"),
+        "generated 1 MiB": one_mib,
+        EDITED: one_mib[:middle] + "\n\nA paragraph added by the edit.\n\n" + one_mib[middle:],
         "README x N, 1 MiB": (readme * (MIB // len(readme) + 1))[:MIB],
         "bracket flood, 60 KB": "[x " * 20_000,
         "dense emphasis, 1 MiB": "\n\n".join(["*a* " * 500] * 520),
@@ -52,14 +58,19 @@ def measure(runs: int) -> list[dict[str, Any]]:
     import django
 
     django.setup()
-    from knowledge.rendering import render_markdown
+    from knowledge.rendering import _highlight_small, render_markdown
 
     render_markdown("# warm up\n\n```python\nx = 1\n```\n")
     rows = []
-    for name, content in _inputs().items():
+    inputs = _inputs()
+    for name, content in inputs.items():
         cpu, wall = [], []
         degraded = False
         for _ in range(runs):
+            if name == EDITED:  # the process has highlighted the unedited document's blocks
+                render_markdown(inputs["generated 1 MiB"], namespace="bench", path="big.md")
+            else:  # every other row is a cold render
+                _highlight_small.cache_clear()
             started_cpu, started_wall = time.process_time(), time.perf_counter()
             rendered = render_markdown(content, namespace="bench", path="big.md")
             cpu.append(time.process_time() - started_cpu)

@@ -62,6 +62,8 @@ READER_PREFIX = "/ui/kb/"
 DOCUMENT_LINK_PREFIX = "/ui/doc/"
 MERMAID_MAX_CHARS = 50_000  # mermaid's own maxTextSize; bigger diagrams are shown as code
 HIGHLIGHT_MAX_CHARS = 100_000  # bigger code blocks are shown without highlighting
+HIGHLIGHT_CACHE_MAX_CHARS = 4_096  # blocks up to this size keep their highlighted HTML in memory
+HIGHLIGHT_CACHE_BLOCKS = 1_024  # ...this many per process (at most 4 MiB of source)
 CACHE_TIMEOUT = 24 * 3600
 CACHE_MAX_HTML_CHARS = 8 * 1024 * 1024
 
@@ -221,11 +223,23 @@ def _plain_code(source: str) -> str:
     return f'<div class="highlight"><pre><code>{escape(source, quote=False)}</code></pre></div>'
 
 
+@lru_cache(maxsize=HIGHLIGHT_CACHE_BLOCKS)
+def _highlight_small(source: str, language: str) -> str:
+    return highlight(source, _lexer(language), _FORMATTER)
+
+
 def code_fence(source: str, language: str, class_name: str, options: Any, md: Any, **kwargs: Any) -> str:
-    """Any fenced code block: Pygments with a shared formatter and cached lexers (fast)."""
-    lexer = _lexer(language.lower()) if language else None
+    """Any fenced code block: Pygments with a shared formatter and cached lexers.
+
+    Highlighting is most of a code-heavy render, and an edit to a large document leaves most of
+    its blocks as they were, so small blocks are remembered per process.
+    """
+    language = language.lower() if language else ""
+    lexer = _lexer(language) if language else None
     if lexer is None or len(source) > HIGHLIGHT_MAX_CHARS:
         return _plain_code(source)
+    if len(source) <= HIGHLIGHT_CACHE_MAX_CHARS:
+        return _highlight_small(source, language)
     return highlight(source, lexer, _FORMATTER)
 
 

@@ -135,6 +135,17 @@ def test_fenced_code_is_highlighted_by_pygments():
     assert "&lt;b&gt;" in html and "<b>" not in html
 
 
+def test_highlighted_blocks_are_reused_per_language():
+    rendering._highlight_small.cache_clear()
+    source = 'def f(x):\n    return "<b>"\n'
+    first = render_markdown(f"```python\n{source}```\n").html
+    again = render_markdown(f"Edited above.\n\n```Python\n{source}```\n").html
+    as_text = render_markdown(f"```text\n{source}```\n").html
+    assert rendering._highlight_small.cache_info().hits == 1
+    assert first in again
+    assert '<span class="k">def</span>' in first and '<span class="k">' not in as_text
+
+
 def test_unknown_language_and_plain_fences_are_escaped_code():
     html = render_markdown("```nosuchlanguage\n<script>alert(1)</script>\n```\n").html
     assert html.startswith('<div class="highlight"><pre><code>')
