@@ -35,6 +35,10 @@ from workspaces.models import (
 )
 from workspaces.services import (
     NAMESPACE_FIELDS,
+    group_create,
+    group_members_set,
+    group_update,
+    membership_remove,
     membership_set,
     namespace_acl_replace,
     namespace_create,
@@ -244,8 +248,23 @@ class WorkspaceAdmin(SuperuserOnlyAdmin):
         return False
 
 
+class DomainErrorDeleteMixin:
+    """Deletes go through a service; a DomainError becomes an admin message, not a 500."""
+
+    def delete_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> HttpResponse:
+        try:
+            return super().delete_view(request, object_id, extra_context)  # type: ignore[misc]
+        except DomainError as exc:
+            if request.method != "POST":
+                raise
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(request.get_full_path())
+
+
 @admin.register(Membership)
-class MembershipAdmin(SuperuserOnlyAdmin):
+class MembershipAdmin(DomainErrorAdminMixin, DomainErrorDeleteMixin, SuperuserOnlyAdmin):
+    """Roles and removals go through `membership_set` / `membership_remove` (last-owner guard)."""
+
     list_display = ("user", "workspace", "role", "created_at")
     list_filter = ("role", "workspace")
     search_fields = ("user__username", "workspace__slug")
@@ -259,17 +278,54 @@ class MembershipAdmin(SuperuserOnlyAdmin):
         saved = membership_set(workspace=obj.workspace, user=obj.user, role=obj.role)
         _adopt(obj, saved)
 
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        membership_remove(workspace=obj.workspace, user=obj.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
+        """Bulk delete: each membership on its own; refused ones are reported, the rest removed."""
+        for membership in queryset.select_related("workspace", "user"):
+            try:
+                membership_remove(workspace=membership.workspace, user=membership.user)
+            except DomainError as exc:
+                messages.error(request, exc.message)
+
+
+class GroupAdminForm(forms.ModelForm):
+    class Meta:
+        model = Group
+        fields = ("workspace", "name", "members", "archived")
+
 
 @admin.register(Group)
-class GroupAdmin(SuperuserOnlyAdmin):
+class GroupAdmin(DomainErrorAdminMixin, SuperuserOnlyAdmin):
+    """Saves go through the group services (members must belong to the group's workspace)."""
+
+    form = GroupAdminForm
     list_display = ("name", "workspace", "archived")
     list_filter = ("workspace", "archived")
     search_fields = ("name",)
     filter_horizontal = ("members",)
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Group | None = None) -> tuple[str, ...]:
+        return ("workspace",) if obj else ()
+
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        """Deleting a group drops its grants silently; archive it instead."""
+        """Deleting a group drops its grants; archive it instead (`group_delete` exists for scripts)."""
         return False
+
+    def save_model(self, request: HttpRequest, obj: Group, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            group_update(group=obj, name=form.cleaned_data.get("name"), archived=form.cleaned_data.get("archived"))
+        else:
+            _adopt(obj, group_create(workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"]))
+            if form.cleaned_data.get("archived"):
+                group_update(group=obj, archived=True)
+
+    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: Any, change: bool) -> None:
+        """Members through `group_members_set`, never the form's m2m save."""
+        group_members_set(group=form.instance, members=list(form.cleaned_data.get("members") or []))
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
 
 
 def _adopt(obj: Model, saved: Model) -> None:

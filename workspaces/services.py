@@ -11,6 +11,7 @@ from django.utils import timezone
 from config.exceptions import Conflict, Invalid, PermissionDenied
 from workspaces import access
 from workspaces.access import Actor
+from workspaces.exceptions import LastWorkspaceOwner, NotWorkspaceMember
 from workspaces.models import (
     ApiToken,
     Group,
@@ -56,15 +57,116 @@ def user_ensure(
     return user
 
 
+def _lock_owners(workspace: Workspace) -> list[int]:
+    """Lock the workspace's owner memberships (in pk order, so concurrent callers never deadlock).
+
+    Under PostgreSQL a second caller waits here and then sees the first one's committed demotion,
+    so two concurrent demotions of the last two owners cannot both succeed.
+    """
+    return list(
+        Membership.objects.select_for_update()
+        .filter(workspace=workspace, role=Role.OWNER)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def _refuse_last_owner(workspace: Workspace, membership: Membership, action: str) -> None:
+    owners = _lock_owners(workspace)
+    if membership.pk in owners and len(owners) <= 1:
+        raise LastWorkspaceOwner(
+            f"Cannot {action} {membership.user}: they are the last owner of workspace '{workspace.slug}'. "
+            "Make another member an owner first.",
+            workspace=workspace.slug,
+            user=str(membership.user),
+        )
+
+
 @transaction.atomic
 def membership_set(*, workspace: Workspace, user: Any, role: str) -> Membership:
-    """Give the user this role in the workspace (creating the membership if needed)."""
+    """Give the user this role in the workspace (creating the membership if needed).
+
+    Demoting the last owner is refused with `LastWorkspaceOwner`.
+    """
     role = Role(role).value
     membership, created = Membership.objects.get_or_create(workspace=workspace, user=user, defaults={"role": role})
     if not created and membership.role != role:
+        if role != Role.OWNER:
+            _refuse_last_owner(workspace, membership, "demote")
+            membership.refresh_from_db(fields=["role"])
         membership.role = role
         membership.save(update_fields=["role"])
     return membership
+
+
+@transaction.atomic
+def membership_remove(*, workspace: Workspace, user: Any) -> None:
+    """Remove the user from the workspace; removing the last owner is refused."""
+    membership = Membership.objects.filter(workspace=workspace, user=user).first()
+    if membership is None:
+        return
+    _refuse_last_owner(workspace, membership, "remove")
+    membership.delete()
+
+
+# --- groups --------------------------------------------------------------------------------
+
+
+def _require_members(workspace: Workspace, members: list[Any]) -> list[Any]:
+    member_ids = {user.pk for user in members}
+    known = set(
+        Membership.objects.filter(workspace=workspace, user_id__in=member_ids).values_list("user_id", flat=True)
+    )
+    outsiders = sorted(str(user) for user in members if user.pk not in known)
+    if outsiders:
+        raise NotWorkspaceMember(
+            f"Not members of workspace '{workspace.slug}': {', '.join(outsiders)}.",
+            field="members",
+            users=outsiders,
+        )
+    return members
+
+
+@transaction.atomic
+def group_create(*, workspace: Workspace, name: str, members: list[Any] | None = None) -> Group:
+    """Create a group in the workspace; every member must belong to the workspace."""
+    if Group.objects.filter(workspace=workspace, name=name).exists():
+        raise Conflict(f"A group named '{name}' already exists in this workspace.", code="name_taken")
+    group = Group.objects.create(workspace=workspace, name=name)
+    if members:
+        group.members.set(_require_members(workspace, list(members)))
+    return group
+
+
+@transaction.atomic
+def group_update(*, group: Group, name: str | None = None, archived: bool | None = None) -> Group:
+    """Rename or (un)archive a group; the workspace is fixed."""
+    updates: list[str] = []
+    if name is not None and name != group.name:
+        if Group.objects.filter(workspace_id=group.workspace_id, name=name).exclude(pk=group.pk).exists():
+            raise Conflict(f"A group named '{name}' already exists in this workspace.", code="name_taken")
+        group.name = name
+        updates.append("name")
+    if archived is not None and archived != group.archived:
+        group.archived = archived
+        updates.append("archived")
+    if updates:
+        group.save(update_fields=updates)
+    return group
+
+
+@transaction.atomic
+def group_members_set(*, group: Group, members: list[Any]) -> Group:
+    """Replace the group's members; each must be a member of the group's workspace."""
+    group.members.set(_require_members(group.workspace, list(members)))
+    return group
+
+
+@transaction.atomic
+def group_delete(*, group: Group) -> None:
+    """Delete a group; its namespace grants go with it (NamespaceACL.group cascades, on purpose)."""
+    NamespaceACL.objects.filter(group=group).delete()
+    group.delete()
 
 
 @transaction.atomic

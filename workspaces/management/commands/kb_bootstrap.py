@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from config.exceptions import DomainError
 from workspaces.models import Role, slug_validator
 from workspaces.services import membership_set, token_issue, user_ensure, workspace_ensure
 
@@ -31,7 +32,10 @@ class Command(BaseCommand):
             raise CommandError(f"Invalid workspace slug: {options['workspace']!r}") from exc
         workspace = workspace_ensure(slug=options["workspace"])
         user = user_ensure(username=options["user"], password=options.get("password"), is_staff=options["staff"])
-        membership_set(workspace=workspace, user=user, role=options["role"])
-        _, raw = token_issue(user=user, workspace=workspace, name="kb_bootstrap")
+        try:
+            membership_set(workspace=workspace, user=user, role=options["role"])
+            _, raw = token_issue(user=user, workspace=workspace, name="kb_bootstrap")
+        except DomainError as exc:
+            raise CommandError(f"{exc.message} ({exc.code})") from exc
         payload = {"workspace": workspace.slug, "user": user.username, "role": options["role"], "token": raw}
         self.stdout.write(json.dumps(payload))
