@@ -13,11 +13,15 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import DateTimeField, Exists, ExpressionWrapper, F, OuterRef, Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from knowledge.chunking import ChunkingPolicy, chunk_markdown
@@ -34,6 +38,10 @@ MAX_BACKOFF_SECONDS = 300.0
 MULTI_WORKSPACE_BATCH = 8
 MULTI_WORKSPACE_CANDIDATES = 32  # workspaces looked at per poll when they share workers
 SINGLE_WORKSPACE_SCAN = 128
+SLICE_SECONDS = 20.0  # one message's share of a worker before it hands the rest to a new message
+FAILED_RETRY_SECONDS = 900.0  # a failed chunk or chunk sync is tried again by the sweep after this
+STALE_SWEEP = 32  # documents re-chunked per sweep
+SYNC_MAX_BACKOFF_SECONDS = 120.0
 TABLE = EmbeddingChunk._meta.db_table
 
 
@@ -62,6 +70,13 @@ class BatchResult:
     stale: int = 0
     provider_calls: int = 0
     error: str | None = None
+    retryable: bool = False  # the error was transient: the failed chunks back off and come back
+
+    def add(self, other: BatchResult) -> None:
+        for name in ("claimed", "embedded", "reused", "failed", "stale", "provider_calls"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.error:
+            self.error, self.retryable = other.error, other.retryable
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -73,6 +88,21 @@ def multi_workspace() -> bool:
 
 def lease_seconds() -> int:
     return int(settings.KNOWLEDGE_EMBEDDING_LEASE_SECONDS)
+
+
+def failed_retry_seconds() -> float:
+    return float(getattr(settings, "KNOWLEDGE_EMBEDDING_FAILED_RETRY_SECONDS", FAILED_RETRY_SECONDS))
+
+
+def slice_batches() -> int | None:
+    """Batches one message runs before handing over (None: only the time budget bounds a slice).
+
+    Shared workers take one batch per message, so other workspaces' messages interleave.
+    """
+    if multi_workspace():
+        return 1
+    configured = getattr(settings, "KNOWLEDGE_EMBEDDING_SLICE_BATCHES", None)
+    return int(configured) if configured else None
 
 
 def workspace_policy(workspace_id: int) -> tuple[SemanticPolicy, dict[str, Any]]:
@@ -254,24 +284,33 @@ def complete(claim: Claim, vectors: dict[str, list[float]]) -> int:
 
 
 def release(claim: Claim, items: list[ClaimedChunk], *, error: str, retryable: bool, retry_after: float | None) -> int:
-    """A failed provider call: retry later (with backoff) or mark failed after too many attempts."""
+    """A failed provider call: retry later (with backoff) or mark failed after too many attempts.
+
+    A failed chunk's `available_at` is when the sweep (`requeue_failed`) may try it again.
+    """
     message = error[:300]
     if retryable:
         # Honour Retry-After; otherwise exponential backoff with full jitter, capped.
         assignments = (
             "state = CASE WHEN c.attempts >= %s THEN 'failed' ELSE 'pending' END, claim_token = '', "
             "lease_until = NULL, last_error = %s, available_at = now() + make_interval(secs => "
-            "COALESCE(%s::float, random() * least(%s::float, 2.0 * power(2, c.attempts))))"
+            "CASE WHEN c.attempts >= %s THEN %s::float "
+            "ELSE COALESCE(%s::float, random() * least(%s::float, 2.0 * power(2, c.attempts))) END)"
         )
         params: list[Any] = [
             MAX_ATTEMPTS,
             message,
+            MAX_ATTEMPTS,
+            failed_retry_seconds(),
             None if retry_after is None else min(retry_after, 3600.0),
             MAX_BACKOFF_SECONDS,
         ]
     else:
-        assignments = "state = 'failed', claim_token = '', lease_until = NULL, last_error = %s"
-        params = [message]
+        assignments = (
+            "state = 'failed', claim_token = '', lease_until = NULL, last_error = %s, "
+            "available_at = now() + make_interval(secs => %s::float)"
+        )
+        params = [message, failed_retry_seconds()]
     with transaction.atomic():
         return len(_fenced_update(claim, items, assignments, params))
 
@@ -321,7 +360,7 @@ def embed_batch(workspace_id: int) -> BatchResult:
         result.provider_calls = 1
         vectors = provider.embed([item.text for item in todo])
     except ProviderError as exc:
-        result.error = f"{exc.code}: {exc}"
+        result.error, result.retryable = f"{exc.code}: {exc}", exc.retryable
         result.failed = release(
             held, todo, error=result.error, retryable=exc.retryable, retry_after=getattr(exc, "retry_after", None)
         )
@@ -335,6 +374,43 @@ def embed_batch(workspace_id: int) -> BatchResult:
         return result
     result.stale = len(todo) - result.embedded
     return result
+
+
+def embed_slice(workspace_id: int, *, max_batches: int | None = None) -> tuple[BatchResult, bool]:
+    """One message's share of a workspace: batches until done, an error, or the slice is used up.
+
+    Returns the totals and whether claimable work is left for the next slice (a hand-over).
+    """
+    if max_batches is None:
+        max_batches = slice_batches()
+    totals = BatchResult()
+    started = time.monotonic()
+    batches = 0
+    while True:
+        result = embed_batch(workspace_id)
+        totals.add(result)
+        batches += 1
+        if result.claimed == 0 or result.error:
+            return totals, False
+        if (max_batches and batches >= max_batches) or time.monotonic() - started >= SLICE_SECONDS:
+            return totals, has_claimable(workspace_id)
+
+
+def seconds_until_retry(workspace_id: int) -> float | None:
+    """When the workspace's earliest backed-off chunk may be claimed again (None: none waits)."""
+    if connection.vendor != "postgresql":
+        return None
+    space = active_space(workspace_id)
+    if space is None:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT extract(epoch FROM min(c.available_at) - now()) FROM {TABLE} c "
+            "WHERE c.workspace_id = %s AND c.space_id = %s AND c.state = 'pending' AND c.available_at > now()",
+            [workspace_id, space.pk],
+        )
+        value = cursor.fetchone()[0]
+    return None if value is None else max(0.0, float(value))
 
 
 def has_claimable(workspace_id: int) -> bool:
@@ -365,6 +441,102 @@ def workspaces_with_work(limit: int | None = None) -> list[int]:
             [limit],
         )
         return [int(row[0]) for row in cursor.fetchall()]
+
+
+# --- failures and the sweep -------------------------------------------------------------------
+
+
+def retryable(exc: BaseException) -> bool:
+    """Transient failures (provider timeouts, 429, 5xx; a lost connection, deadlock or lock timeout)."""
+    from knowledge.embeddings.providers import ProviderError
+
+    if isinstance(exc, ProviderError):
+        return exc.retryable
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def retry_countdown(exc: BaseException, retries: int) -> float:
+    """Seconds before a retry: the provider's Retry-After, else exponential backoff with full jitter."""
+    from knowledge.embeddings.providers import backoff_seconds
+
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        return min(float(retry_after), SYNC_MAX_BACKOFF_SECONDS)
+    return backoff_seconds(retries + 1, base=1.0, cap=SYNC_MAX_BACKOFF_SECONDS)
+
+
+def error_text(exc: BaseException) -> str:
+    """A failure as status shows it: provider messages are safe, anything else by its type only."""
+    from knowledge.embeddings.providers import ProviderError
+
+    if isinstance(exc, ProviderError):
+        return f"{exc.code}: {exc}"[:300]
+    return f"sync_failed: {type(exc).__name__}"
+
+
+def sync_failed(document_id: Any, exc: BaseException) -> int:
+    """A chunk sync that failed for good (permanent, or out of retries): show it and let the sweep retry.
+
+    The document's chunks of older versions (never claimable) are marked failed with the error and
+    a cool-down; a document without any chunks is found by `stale_documents` alone.
+    """
+    logger.warning("embeddings: chunking document %s failed: %s", document_id, error_text(exc))
+    try:
+        return (
+            EmbeddingChunk.objects.filter(document_id=document_id)
+            .exclude(version_id=F("document__current_version_id"))
+            .update(
+                state=ChunkState.FAILED,
+                claim_token="",
+                lease_until=None,
+                last_error=error_text(exc),
+                available_at=ExpressionWrapper(
+                    Now() + timedelta(seconds=failed_retry_seconds()), output_field=DateTimeField()
+                ),
+            )
+        )
+    except DatabaseError:
+        logger.warning("embeddings: could not record the failed chunking of document %s", document_id)
+        return 0
+
+
+def _stale(workspace_id: int | None) -> Any:
+    """Live documents whose current version has no chunks: a chunk sync that failed or was lost."""
+    current = EmbeddingChunk.objects.filter(document_id=OuterRef("pk"), version_id=OuterRef("current_version_id"))
+    documents = Document.objects.filter(
+        current_version__isnull=False, current_version__char_length__gt=0, archived=False, namespace__archived=False
+    ).filter(~Exists(current))
+    if workspace_id is not None:
+        documents = documents.filter(namespace__workspace_id=workspace_id)
+    return documents
+
+
+def stale_documents(workspace_id: int | None = None, *, limit: int = STALE_SWEEP) -> list[str]:
+    """Ids of up to `limit` stale documents to chunk again (not those whose failure is cooling down).
+
+    Picked at random, so a few documents that keep failing cannot hold the others back.
+    """
+    cooling = EmbeddingChunk.objects.filter(document_id=OuterRef("pk"), state=ChunkState.FAILED, available_at__gt=Now())
+    candidates = _stale(workspace_id).filter(~Exists(cooling)).order_by("?")
+    ids = list(candidates.values_list("id", flat=True)[: limit * 4])
+    if not ids:
+        return []
+    # Whitespace-only content has no chunks, so it is never stale; its text is read for candidates only.
+    blank = Document.objects.filter(id__in=ids).exclude(current_version__content__regex=r"\S")
+    skip = set(blank.values_list("id", flat=True))
+    return [str(document_id) for document_id in ids if document_id not in skip][:limit]
+
+
+def requeue_failed(workspace_id: int | None = None) -> int:
+    """Failed chunks of current versions whose cool-down is over go back to the queue, attempts reset.
+
+    The last error stays until a success clears it, so status keeps saying what went wrong.
+    """
+    chunks = EmbeddingChunk.objects.filter(state=ChunkState.FAILED, version_id=F("document__current_version_id"))
+    if workspace_id is not None:
+        chunks = chunks.filter(workspace_id=workspace_id)
+    due = chunks.filter(Q(available_at__isnull=True) | Q(available_at__lte=Now()))  # database time, as leases
+    return due.update(state=ChunkState.PENDING, attempts=0, available_at=None, claim_token="", lease_until=None)
 
 
 # --- invalidation ---------------------------------------------------------------------------
@@ -459,6 +631,7 @@ def indexing_status(workspace_id: int) -> dict[str, Any]:
         "queue_depth": counts[ChunkState.PENDING] + counts[ChunkState.CLAIMED],
         "last_indexed_at": last.first(),
         "last_error": last_error,
+        "unsynced_documents": _stale(workspace_id).filter(current_version__content__regex=r"\S").count(),
         "unavailable_reason": unavailable_reason(workspace_id),
     }
 

@@ -1,4 +1,5 @@
-"""Real Celery workers on Redis embed a workspace: racing workers, and a worker killed mid-call.
+"""Real Celery workers on Redis embed a workspace: racing workers, a worker killed mid-call, a
+backlog handed over in bounded slices, and a transient provider failure retried without the poll.
 
 The workers run as separate processes against this test's PostgreSQL database and the loopback
 provider; the test process only sends messages and reads the database.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -22,7 +24,7 @@ from django.conf import settings
 from django.db import connection
 
 from knowledge.embeddings import store
-from knowledge.models import ChunkState, EmbeddingChunk
+from knowledge.models import ChunkState, Document, EmbeddingChunk
 from tests.conftest import create_document, create_namespace
 from tests.knowledge.semantic_helpers import enable, postgres_only
 from workspaces.models import SemanticPolicy
@@ -150,3 +152,33 @@ def test_a_killed_worker_loses_nothing_and_its_late_work_is_redone(workers, queu
     held_texts = sorted(EmbeddingChunk.objects.filter(id__in=held).values_list("text", flat=True))
     assert sorted(embedder.calls[0].inputs) == held_texts  # the killed call...
     assert sorted(t for t in embedder.inputs if t in held_texts) == sorted(held_texts * 2)  # ...redone once
+
+
+def received(tmp_path: Path, task: str) -> int:
+    """How many messages of `task` the workers took (from their logs)."""
+    line = re.compile(rf"Task knowledge\.tasks\.{task}\[[0-9a-f-]+\] received")
+    return sum(len(line.findall(log.read_text())) for log in tmp_path.glob("worker*.log"))
+
+
+def test_a_big_backlog_is_handed_over_in_bounded_slices(workers, queue, pending, embedder, tmp_path):
+    workers()
+    queue("embed_workspace_task", pending, 2)  # two batches per message
+    wait_until_embedded()
+    assert all(len(call.inputs) <= BATCH for call in embedder.calls)
+    assert received(tmp_path, "embed_workspace_task") == DOCUMENTS // (2 * BATCH)  # each slice a new message
+
+
+def test_a_transient_provider_failure_during_chunk_sync_is_retried_without_the_poll(
+    workers, queue, pending, embedder, tmp_path
+):
+    document = Document.objects.get(path="n0.md")
+    EmbeddingChunk.objects.filter(document=document).delete()  # as if its chunk sync had been lost
+    embedder.fail_next(500)
+    workers()
+    queue("sync_embedding_chunks_task", str(document.pk))  # no beat runs here: the retry is scheduled
+    wait_until_embedded()
+    assert embedder.calls[0].status == 500
+    assert sorted(embedder.inputs) == sorted(EmbeddingChunk.objects.values_list("text", flat=True))
+    chunk = EmbeddingChunk.objects.get(document=document)
+    assert chunk.version_id == document.current_version_id and chunk.last_error == ""
+    assert received(tmp_path, "embed_workspace_task") >= 2
