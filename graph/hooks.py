@@ -7,15 +7,37 @@ down, a task that raises in eager mode) is logged and swallowed.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
+from collections.abc import Iterator
 from uuid import UUID
 
 logger = logging.getLogger(__name__)
+
+# Set while a caller (a namespace import batch) promises to run the reference sync itself later.
+_reference_sync_deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("graph_sync_deferred", default=False)
+
+
+@contextlib.contextmanager
+def deferred_reference_sync() -> Iterator[None]:
+    """Skip the per-write reference sync for content writes committed inside this block.
+
+    The caller must sync every document written here afterwards (`references_sync`), as the
+    transfer import's reconcile step does once every planned document exists.
+    """
+    token = _reference_sync_deferred.set(True)
+    try:
+        yield
+    finally:
+        _reference_sync_deferred.reset(token)
 
 
 def on_content_write(document_id: UUID, version_id: UUID | None) -> None:
     from graph.tasks import sync_references_task
 
+    if _reference_sync_deferred.get():
+        return
     try:
         sync_references_task.delay(str(document_id), str(version_id) if version_id else None)
     except Exception:

@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from config.exceptions import DomainError, Invalid, NotFound, PermissionDenied
+from graph import hooks as graph_hooks
 from knowledge import selectors
 from knowledge import services as knowledge_services
 from knowledge.models import Document, DocumentVersion
@@ -479,24 +480,30 @@ def import_documents(*, actor: Actor, bundle: str, slug: str, items: list[dict[s
     """
     found = _destination(actor=actor, slug=slug, bundle=bundle)
     results: list[dict[str, Any]] = []
-    for item in items:
-        try:
-            results.append(_import_one(actor=actor, found=found, namespace=found.namespace, bundle=bundle, item=item))
-        except TransferLimit:
-            raise
-        except IntegrityError:
-            # A concurrent retry of the same key committed first: its receipt now answers.
-            receipt = ImportReceipt.objects.filter(namespace_import=found, key=item["key"]).first()
-            if receipt is None:
-                results.append({"key": item["key"], "status": "error", "http_status": 409, "code": "path_taken"})
-            else:
-                results.append({"key": item["key"], "status": "skipped", "document_id": str(receipt.document_id)})
-        except DomainError as exc:
-            results.append(_item_error(item, exc))
-        except Exception:
-            logger.exception("transfer: importing %s failed", item["key"])
-            results.append({"key": item["key"], "status": "error", "http_status": 500, "code": "server_error"})
+    # Reference sync waits for `import_reconcile`, which runs it once per imported document
+    # after every planned document exists (instead of once now and again then).
+    with graph_hooks.deferred_reference_sync():
+        for item in items:
+            results.append(_import_item(actor=actor, found=found, bundle=bundle, item=item))
     return results
+
+
+def _import_item(*, actor: Actor, found: NamespaceImport, bundle: str, item: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _import_one(actor=actor, found=found, namespace=found.namespace, bundle=bundle, item=item)
+    except TransferLimit:
+        raise
+    except IntegrityError:
+        # A concurrent retry of the same key committed first: its receipt now answers.
+        receipt = ImportReceipt.objects.filter(namespace_import=found, key=item["key"]).first()
+        if receipt is None:
+            return {"key": item["key"], "status": "error", "http_status": 409, "code": "path_taken"}
+        return {"key": item["key"], "status": "skipped", "document_id": str(receipt.document_id)}
+    except DomainError as exc:
+        return _item_error(item, exc)
+    except Exception:
+        logger.exception("transfer: importing %s failed", item["key"])
+        return {"key": item["key"], "status": "error", "http_status": 500, "code": "server_error"}
 
 
 def import_reconcile(*, actor: Actor, bundle: str, slug: str, keys: list[str]) -> list[dict[str, Any]]:
@@ -534,11 +541,11 @@ def import_reconcile(*, actor: Actor, bundle: str, slug: str, keys: list[str]) -
                 if targets
                 else []
             )
-            # Only a link to a document created after this one can have been missed at save time.
-            if any(when > document.created_at for when in created):
+            # An unreconciled document's reference sync was deferred at import: run it now, once.
+            # Otherwise only a link to a document created after this one can have been missed.
+            if not receipt.reconciled or any(when > document.created_at for when in created):
                 document_id, version_id = document.pk, document.current_version_id
-                for callback in knowledge_services.after_content_write:
-                    transaction.on_commit(lambda cb=callback, d=document_id, v=version_id: cb(d, v))
+                transaction.on_commit(lambda d=document_id, v=version_id: graph_hooks.on_content_write(d, v))
             resolved = len(created)
             if not receipt.reconciled:
                 receipt.reconciled = True

@@ -232,3 +232,68 @@ def test_invalid_requests_name_fields_but_never_echo_values(http, alice, body):
     assert answer.status_code == 400 and answer.json()["code"] == "invalid"
     assert "Invalid Knowledge transfer request (POST /kb/transfers/documents)" in answer.json()["detail"]
     assert "SECRET" not in answer.text
+
+
+def _graph_snapshot() -> set[tuple]:
+    """References edges and content links by document path (what a per-document sync leaves)."""
+    from graph.models import ContentLink, GraphEdge
+
+    edges = {
+        ("edge", edge.source.document.path, edge.target.document.path, edge.archived)
+        for edge in GraphEdge.objects.filter(edge_type="references").select_related(
+            "source__document", "target__document"
+        )
+    }
+    links = {
+        ("link", link.source.document.path, link.ordinal, link.path, link.target_document_id is not None)
+        for link in ContentLink.objects.select_related("source__document")
+    }
+    return edges | links
+
+
+LINKED = [
+    ("d000001", "a.md", "[b](agor://kb/dest/b.md) [c](agor://kb/dest/c.md) [gone](agor://kb/dest/zzz.md)"),
+    ("d000002", "b.md", "[a](agor://kb/dest/a.md)\n"),
+    ("d000003", "c.md", "# C\n\n[b](agor://kb/dest/b.md)\n"),
+]
+
+
+def test_import_defers_reference_sync_to_reconcile_and_matches_a_full_sync(http, alice):
+    from graph.models import GraphEdge
+    from graph.services import links_reconcile
+
+    client = http.as_(alice)
+    client.post("/kb/transfers/namespace", json=namespace_body(documents=3))
+    docs = [item(key, path, content) for key, path, content in LINKED]
+    client.post("/kb/transfers/documents", json={"bundle": BUNDLE, "namespace": "dest", "documents": docs})
+    assert not GraphEdge.objects.filter(edge_type="references").exists()
+
+    body = {"bundle": BUNDLE, "namespace": "dest", "keys": [key for key, _, _ in LINKED]}
+    assert all(r["status"] == "reconciled" for r in client.post("/kb/transfers/reconcile", json=body).json()["results"])
+    after_import = _graph_snapshot()
+    assert ("edge", "a.md", "b.md", False) in after_import and ("edge", "b.md", "a.md", False) in after_import
+    assert ("edge", "c.md", "b.md", False) in after_import and ("edge", "a.md", "c.md", False) in after_import
+
+    links_reconcile(namespace="dest")
+    assert _graph_snapshot() == after_import
+
+
+def test_reconcile_resumed_after_a_partial_run_links_every_document(http, alice):
+    client = http.as_(alice)
+    client.post("/kb/transfers/namespace", json=namespace_body(documents=3))
+    docs = [item(key, path, content) for key, path, content in LINKED]
+    # The first batch lands, then the run dies; the resumed run skips it and sends the rest.
+    client.post("/kb/transfers/documents", json={"bundle": BUNDLE, "namespace": "dest", "documents": docs[:1]})
+    client.post("/kb/transfers/reconcile", json={"bundle": BUNDLE, "namespace": "dest", "keys": ["d000001"]})
+    answer = client.post("/kb/transfers/documents", json={"bundle": BUNDLE, "namespace": "dest", "documents": docs})
+    assert [r["status"] for r in answer.json()["results"]] == ["skipped", "created", "created"]
+    keys = ["d000002", "d000003"]
+    client.post("/kb/transfers/reconcile", json={"bundle": BUNDLE, "namespace": "dest", "keys": keys})
+    edges = {entry for entry in _graph_snapshot() if entry[0] == "edge"}
+    assert edges == {
+        ("edge", "a.md", "b.md", False),
+        ("edge", "a.md", "c.md", False),
+        ("edge", "b.md", "a.md", False),
+        ("edge", "c.md", "b.md", False),
+    }
+    assert DocumentVersion.objects.filter(document__namespace__slug="dest").count() == 3
