@@ -249,3 +249,15 @@ class EmbeddingChunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.ordinal} ({self.state})"
+
+
+class DocumentOutline(models.Model):
+    """The stored outline of one immutable version: headings and line count, computed once."""
+
+    version = models.OneToOneField(DocumentVersion, on_delete=models.CASCADE, primary_key=True, related_name="outline")
+    line_count = models.PositiveIntegerField()
+    headings = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"outline of {self.version_id}"

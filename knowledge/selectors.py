@@ -9,7 +9,8 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 
 from config.exceptions import Invalid, NotFound
-from knowledge.models import Document, DocumentStatus, DocumentVersion
+from knowledge import structure
+from knowledge.models import Document, DocumentOutline, DocumentStatus, DocumentVersion
 from knowledge.paths import normalise_folder, normalise_path
 from workspaces import access
 from workspaces.access import Actor
@@ -151,9 +152,12 @@ def _parse_uuid(value: UUID | str) -> UUID:
         raise NotFound("Document not found.") from exc
 
 
-def document_get(*, actor: Actor, document_id: UUID | str) -> Document:
+def document_get(*, actor: Actor, document_id: UUID | str, include_content: bool = True) -> Document:
     """A document by id, archived or not (authorized direct links keep working)."""
-    document = _document_base(actor).filter(pk=_parse_uuid(document_id)).first()
+    queryset = _document_base(actor)
+    if not include_content:
+        queryset = queryset.defer("current_version__content")
+    document = queryset.filter(pk=_parse_uuid(document_id)).first()
     if document is None:
         raise NotFound("Document not found.")
     return document
@@ -197,3 +201,13 @@ def version_get(*, actor: Actor, document: Document, version: int | str) -> Docu
     if found is None:
         raise NotFound("Version not found.")
     return found
+
+
+def version_outline(*, version: DocumentVersion) -> structure.Outline:
+    """The stored outline of a version, computed and stored on first read when missing."""
+    from knowledge import services
+
+    stored = DocumentOutline.objects.filter(version_id=version.pk).first()
+    if stored is not None:
+        return structure.outline_from_data(stored.line_count, stored.headings)
+    return services.version_outline_store(version=version)

@@ -15,9 +15,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.exceptions import DomainError, Invalid, NotFound
-from knowledge.content import content_facts
+from knowledge import structure
+from knowledge.content import ContentFacts, content_facts
 from knowledge.exceptions import ArchiveStateConflict, DocumentArchived, PathTaken, VersionConflict
-from knowledge.models import Document, DocumentStatus, DocumentVersion, EditPolicy
+from knowledge.models import Document, DocumentOutline, DocumentStatus, DocumentVersion, EditPolicy
 from knowledge.paths import clean_icon, first_line_is_heading, normalise_path, title_from_content, title_from_path
 from knowledge.search import index_document, index_header
 from workspaces import access
@@ -75,6 +76,8 @@ def _check_expected_version(document: Document, expected: int | str | None) -> N
 
 
 def _lock_document(document_id: UUID | str) -> Document:
+    """The document under a row lock, without its current content (writes compare hashes; a
+    10 MiB body read back for nothing costs more than the write)."""
     try:
         document_id = UUID(str(document_id))
     except ValueError as exc:
@@ -83,7 +86,12 @@ def _lock_document(document_id: UUID | str) -> Document:
     # snapshot from before the wait and could miss the version a concurrent writer just added.
     if not Document.objects.select_for_update().filter(pk=document_id).values_list("pk", flat=True):
         raise NotFound("Document not found.")
-    document = Document.objects.select_related("namespace", "current_version").filter(pk=document_id).first()
+    document = (
+        Document.objects.select_related("namespace", "current_version")
+        .defer("current_version__content")
+        .filter(pk=document_id)
+        .first()
+    )
     if document is None:
         raise NotFound("Document not found.")
     return document
@@ -101,9 +109,16 @@ def _derive_title(*, content: str, path: str, title: str | None, first_line_is_t
 
 
 def _new_version(
-    *, document: Document, actor: Actor, content: str, number: int, change_summary: str, metadata: dict[str, Any]
+    *,
+    document: Document,
+    actor: Actor,
+    content: str,
+    number: int,
+    change_summary: str,
+    metadata: dict[str, Any],
+    facts: ContentFacts | None = None,
 ) -> DocumentVersion:
-    facts = content_facts(content)
+    facts = facts or content_facts(content)
     return DocumentVersion.objects.create(
         document=document,
         number=number,
@@ -155,7 +170,7 @@ def document_create(
     """Create a document with version 1. Archived paths stay reserved (restore them instead)."""
     access.require_namespace(actor, namespace, Permission.WRITE)
     path = normalise_path(path)
-    content_facts(content)  # size check before any write
+    facts = content_facts(content)  # size check before any write
     active, archived = _path_holders(namespace, path)
     if active is not None:
         raise _path_taken(actor, active, f"A document already exists at '{path}'.")
@@ -194,6 +209,7 @@ def document_create(
                 number=1,
                 change_summary=change_summary,
                 metadata=version_metadata or {},
+                facts=facts,
             )
             document.current_version = version
             document.save(update_fields=["current_version"])
@@ -223,7 +239,7 @@ def document_revise(
     if document.archived:
         raise DocumentArchived("The document is archived. Restore it before editing.")
     _check_expected_version(document, expected_version)
-    content_facts(content)
+    facts = content_facts(content)
     if first_line_is_title is None and not title and document.metadata.get("title_from_content"):
         first_line_is_title = True
     if title or first_line_is_title is not None:
@@ -243,6 +259,7 @@ def document_revise(
         number=document.current_version.number + 1,
         change_summary=change_summary,
         metadata=version_metadata or {},
+        facts=facts,
     )
     document.current_version = version
     document.updated_by = actor.user
@@ -473,7 +490,8 @@ def document_upsert(
         _check_expected_version(document, expected_version)
         changed = False
         title = fields.pop("title", None)
-        if content is not None and (content != document.current_version.content or first_line_is_title):
+        content_changed = content is not None and content_facts(content).sha256 != document.current_version.sha256
+        if content is not None and (content_changed or first_line_is_title):
             document = document_revise(
                 actor=actor,
                 document_id=document.pk,
@@ -519,3 +537,17 @@ def namespace_set_archived(*, actor: Actor, namespace: Namespace, archived: bool
         for callback in after_namespace_restore:
             transaction.on_commit(lambda cb=callback: cb(namespace_id))
     return True
+
+
+def version_outline_store(*, version: DocumentVersion) -> structure.Outline:
+    """Compute a version's outline and store it (idempotent: versions are immutable).
+
+    Called on a version's first outline read, not on save: a 10 MiB document with thousands of
+    headings takes seconds to parse, which a save should not pay for a read that may never come.
+    """
+    found = structure.outline(version.content)
+    data = structure.outline_data(found)
+    DocumentOutline.objects.get_or_create(
+        version_id=version.pk, defaults={"line_count": data["line_count"], "headings": data["headings"]}
+    )
+    return found

@@ -304,6 +304,7 @@ def select_range(
     offset_lines: int | None = None,
     max_lines: int | None = None,
     include_line_numbers: bool = True,
+    found: Outline | None = None,
 ) -> LineRange:
     """Lines of a section or an explicit range, optionally paged, with context around them.
 
@@ -315,7 +316,9 @@ def select_range(
     lines, _ = split_document(text)
     line_count = len(lines)
     if section_ref or heading_path:
-        heading = find_section(outline(text), section_ref=section_ref, heading_path=heading_path, occurrence=occurrence)
+        heading = find_section(
+            found or outline(text), section_ref=section_ref, heading_path=heading_path, occurrence=occurrence
+        )
         start, end = heading.start_line, heading.end_line
     elif start_line is not None and end_line is not None:
         start, end = start_line, end_line
@@ -363,3 +366,12 @@ def select_range(
         numbered_content=numbered,
         content_md5=lines_md5(lines[start - 1 : end]),
     )
+
+
+def outline_data(found: Outline) -> dict[str, Any]:
+    """An outline as JSON-ready data (what `DocumentOutline` stores)."""
+    return {"line_count": found.line_count, "headings": [heading.as_dict() for heading in found.headings]}
+
+
+def outline_from_data(line_count: int, headings: list[dict[str, Any]]) -> Outline:
+    return Outline(line_count=line_count, headings=tuple(Heading(**heading) for heading in headings))

@@ -212,7 +212,7 @@ def _namespace_for_put(
 
 
 def _write_response(request: Request, result: services.WriteResult) -> Response:
-    document = selectors.document_get(actor=request.actor, document_id=result.document.pk)
+    document = selectors.document_get(actor=request.actor, document_id=result.document.pk, include_content=False)
     context = {"request": request, "include_content": False}
     data = {
         "document": s.DocumentSerializer(document, context=context).data,

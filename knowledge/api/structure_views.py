@@ -270,7 +270,7 @@ class DocumentOutlineView(APIView):
     def get(self, request: Request, id: str) -> Response:
         query = parse(OutlineQuerySerializer, request.query_params)
         document, version = _read(request.actor, id, query.get("version", ""))
-        found = structure.outline(version.content)
+        found = selectors.version_outline(version=version)
         return Response(
             {
                 "document": _document_data(request, document),
@@ -292,12 +292,13 @@ class DocumentRangeView(APIView):
     def get(self, request: Request, id: str) -> Response:
         query = parse(RangeQuerySerializer, request.query_params)
         document, version = _read(request.actor, id, query.pop("version", ""))
-        selected = structure.select_range(version.content, **query)
+        found = selectors.version_outline(version=version)
+        selected = structure.select_range(version.content, found=found, **query)
         return Response(
             {
                 "document": _document_data(request, document),
                 "version": _token(version),
-                "line_count": len(structure.split_document(version.content)[0]),
+                "line_count": found.line_count,
                 "range": selected.as_dict(),
             }
         )

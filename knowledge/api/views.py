@@ -71,7 +71,7 @@ class KnowledgeViewSet(viewsets.ViewSet):
         return Response(data, status=status_code)
 
     def write_response(self, result: services.WriteResult, *, status_code: int | None = None) -> Response:
-        document = selectors.document_get(actor=self.actor, document_id=result.document.pk)
+        document = selectors.document_get(actor=self.actor, document_id=result.document.pk, include_content=False)
         context = {"request": self.request, "include_content": False}
         data = {
             "document": s.DocumentSerializer(document, context=context).data,
@@ -212,7 +212,7 @@ class DocumentViewSet(KnowledgeViewSet):
     def partial_update(self, request: Request, pk: str) -> Response:
         """Metadata only: archive state, title, icon, kind, status, visibility, edit policy, path."""
         data = parse(s.DocumentPatchSerializer, request.data)
-        document = selectors.document_get(actor=self.actor, document_id=pk)
+        document = selectors.document_get(actor=self.actor, document_id=pk, include_content=False)
         expected_version = data.pop("expected_version", None)
         expected_archived = data.pop("expected_archived", None)
         result = services.document_update(
@@ -227,7 +227,7 @@ class DocumentViewSet(KnowledgeViewSet):
     @extend_schema(responses=responses(s.DocumentWriteSerializer, 200, 403, 409))
     def destroy(self, request: Request, pk: str) -> Response:
         """Soft delete: archives the document. Restore with PATCH {"archived": false}."""
-        document = selectors.document_get(actor=self.actor, document_id=pk)
+        document = selectors.document_get(actor=self.actor, document_id=pk, include_content=False)
         result = services.document_set_archived(actor=self.actor, document_id=document.pk, archived=True)
         return self.write_response(result)
 
@@ -236,9 +236,9 @@ class DocumentViewSet(KnowledgeViewSet):
     def revise(self, request: Request, pk: str) -> Response:
         """Replace the content, creating exactly one version; a stale expected_version is 409."""
         data = parse(s.DocumentReviseSerializer, request.data)
-        document = selectors.document_get(actor=self.actor, document_id=pk)
+        document = selectors.document_get(actor=self.actor, document_id=pk, include_content=False)
         document = services.document_revise(actor=self.actor, document_id=document.pk, **data)
-        document = selectors.document_get(actor=self.actor, document_id=document.pk)
+        document = selectors.document_get(actor=self.actor, document_id=document.pk, include_content=False)
         return self.document_response(document, include_content=False)
 
     @extend_schema(parameters=[s.VersionListQuerySerializer], responses=responses(s.VersionPageSerializer))
