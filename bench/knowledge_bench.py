@@ -864,6 +864,19 @@ def server_log_summary(path: Path | None) -> dict[str, Any]:
     return {"tracebacks": text.count("Traceback (most recent call last)"), "first_exception": first}
 
 
+def upkeep_backlog(broker_url: str, timeout: float = 900.0) -> dict[str, Any]:
+    """How much after-commit work (graph links, chunks) the saves left queued, and how long the
+    worker took to finish it once the clients stopped. Saves return before this work is done."""
+    import redis
+
+    queue = redis.Redis.from_url(broker_url)
+    waiting = queue.llen("celery")
+    started = time.perf_counter()
+    while queue.llen("celery") and time.perf_counter() - started < timeout:
+        time.sleep(0.2)
+    return {"queued_when_clients_stopped": waiting, "drained_seconds": round(time.perf_counter() - started, 1)}
+
+
 def _git_commit() -> str:
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -882,6 +895,7 @@ def measure(
     server: str,
     server_pid: int | None = None,
     server_log: Path | None = None,
+    broker_url: str | None = None,
 ) -> int:
     """Measure every operation and write the JSON; returns the number of failed requests."""
     state = json.loads(state_path.read_text())
@@ -892,6 +906,7 @@ def measure(
         sys.exit(f"measure: the server uses {vendor}, expected {state['backend']}")
     started = time.perf_counter()
     results = bench.run()
+    backlog = upkeep_backlog(broker_url) if broker_url else None
     environment = {
         **state["environment"],
         "knowledge": health.get("version"),
@@ -912,6 +927,7 @@ def measure(
         "environment": environment,
         "corpus": state["corpus"],
         "server_log": server_log_summary(server_log),
+        "upkeep_backlog": backlog,
         "results": results,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -962,6 +978,13 @@ def report(document: dict[str, Any]) -> str:
     build_log = corpus.get("build_log") or {}
     if build_log.get("counts"):
         lines.append(f"- **Warning**: the build logged {build_log['counts']}; first: {build_log['first_error']}")
+    backlog = document.get("upkeep_backlog")
+    if backlog:
+        lines.append(
+            f"- After-commit upkeep (graph links, chunks) ran on the Celery worker: "
+            f"{backlog['queued_when_clients_stopped']} tasks were still queued when the clients stopped, "
+            f"drained {backlog['drained_seconds']:.1f} s later."
+        )
     server_log = document.get("server_log") or {}
     if server_log.get("tracebacks"):
         lines.append(
@@ -1009,6 +1032,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.choices["measure"].add_argument("--server", default="gunicorn", help="description for the report")
     commands.choices["measure"].add_argument("--server-pid", type=int, help="fail fast if this process exits")
     commands.choices["measure"].add_argument("--server-log", type=Path, help="count the tracebacks in this log")
+    commands.choices["measure"].add_argument(
+        "--broker-url", help="the Celery broker of the server's worker: wait for its queue to drain at the end"
+    )
     commands.add_parser("report").add_argument("files", type=Path, nargs="+")
     commands.add_parser("free-port")
     args = parser.parse_args(argv)
@@ -1024,6 +1050,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             server=args.server,
             server_pid=args.server_pid,
             server_log=args.server_log,
+            broker_url=args.broker_url,
         )
         if failed:
             print(f"measure: {failed} requests failed (see first_error in {args.out})", file=sys.stderr)
