@@ -490,8 +490,9 @@ def document_upsert(
         _check_expected_version(document, expected_version)
         changed = False
         title = fields.pop("title", None)
-        content_changed = content is not None and content_facts(content).sha256 != document.current_version.sha256
-        if content is not None and (content_changed or first_line_is_title):
+        if content is not None and (
+            first_line_is_title or content_facts(content).sha256 != document.current_version.sha256
+        ):
             document = document_revise(
                 actor=actor,
                 document_id=document.pk,

@@ -396,11 +396,14 @@ def embed_slice(workspace_id: int, *, max_batches: int | None = None) -> tuple[B
             return totals, has_claimable(workspace_id)
 
 
+def _claim_space(workspace_id: int) -> EmbeddingSpace | None:
+    """The space whose chunks workers claim now: none off PostgreSQL or without an active space."""
+    return active_space(workspace_id) if connection.vendor == "postgresql" else None
+
+
 def seconds_until_retry(workspace_id: int) -> float | None:
     """When the workspace's earliest backed-off chunk may be claimed again (None: none waits)."""
-    if connection.vendor != "postgresql":
-        return None
-    space = active_space(workspace_id)
+    space = _claim_space(workspace_id)
     if space is None:
         return None
     with connection.cursor() as cursor:
@@ -414,9 +417,7 @@ def seconds_until_retry(workspace_id: int) -> float | None:
 
 
 def has_claimable(workspace_id: int) -> bool:
-    if connection.vendor != "postgresql":
-        return False
-    space = active_space(workspace_id)
+    space = _claim_space(workspace_id)
     if space is None:
         return False
     with connection.cursor() as cursor:
