@@ -5,9 +5,10 @@ newline ends the last line instead of starting an empty one (`"a\\nb\\n"` has 2 
 editor shows it). Text *inside* a range (range content, `expected_text`, replacement text) is
 lines joined with "\\n", so what a range returns can be sent back unchanged.
 
-Headings come from a CommonMark parser (markdown-it-py), so `#` lines inside fenced or indented
-code are not headings and setext headings count. YAML front matter is not parsed as markdown:
-its closing `---` would otherwise turn the last front-matter line into a setext heading.
+Headings follow CommonMark (`knowledge.headings`: a fast scanner checked against markdown-it-py),
+so `#` lines inside fenced or indented code are not headings and setext headings count. YAML
+front matter is not parsed as markdown: its closing `---` would otherwise turn the last
+front-matter line into a setext heading.
 """
 
 from __future__ import annotations
@@ -16,15 +17,11 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-
 from config.exceptions import Invalid
-from knowledge.content import FRONTMATTER, parse_frontmatter
+from knowledge.headings import raw_headings
 
 MAX_DEPTH = 6
 SECTION_REF = re.compile(r"root(?:\.h[1-6]\[[1-9][0-9]*\])+")
@@ -107,70 +104,6 @@ class Outline:
         return [heading for heading in self.headings if heading.level <= max_depth]
 
 
-@dataclass(frozen=True)
-class _RawHeading:
-    level: int
-    title: str
-    start_line: int
-    end_of_heading: int  # last line of the heading itself (setext headings span 2+ lines)
-
-
-@lru_cache(maxsize=1)
-def _block_parser() -> MarkdownIt:
-    # Inline parsing is the expensive part and only heading text needs it.
-    return MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("inline")
-
-
-@lru_cache(maxsize=1)
-def _inline_parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable(["strikethrough"])
-
-
-def _plain_text(tokens: list[Token]) -> str:
-    """Heading text through emphasis, links, code spans and image alt text; raw HTML dropped."""
-    parts: list[str] = []
-    for token in tokens:
-        if token.type in ("text", "code_inline"):
-            parts.append(token.content)
-        elif token.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-        elif token.children:
-            parts.append(_plain_text(token.children))
-    return "".join(parts)
-
-
-def _heading_title(source: str, env: dict[str, Any]) -> str:
-    tokens = _inline_parser().parseInline(source, env)
-    text = _plain_text(tokens[0].children or []) if tokens else ""
-    return _SPACES.sub(" ", text).strip()
-
-
-def _markdown_source(text: str) -> str:
-    """What the parser sees: front matter blanked (line numbers kept), lone CRs made spaces.
-
-    markdown-it treats a lone CR as a line break; our line model does not, so it must not either.
-    """
-    match = FRONTMATTER.match(text)
-    if match and parse_frontmatter(text):
-        text = "\n" * match.group(0).count("\n") + text[match.end() :]
-    return text.replace("\r", " ")
-
-
-def _raw_headings(text: str) -> list[_RawHeading]:
-    env: dict[str, Any] = {}
-    tokens = _block_parser().parse(_markdown_source(text), env)
-    found: list[_RawHeading] = []
-    for index, token in enumerate(tokens):
-        if token.type != "heading_open" or token.map is None:
-            continue
-        inline = tokens[index + 1]
-        title = _heading_title(inline.content, env)
-        if not title:
-            continue  # an empty heading is no section
-        found.append(_RawHeading(int(token.tag[1]), title, token.map[0] + 1, token.map[1]))
-    return found
-
-
 def slugify(title: str) -> str:
     """Anchor for a title: lowercase, punctuation stripped, spaces to '-', 'section' if empty."""
     slug = _SPACES.sub("-", _PUNCTUATION.sub("", title.lower()).strip())
@@ -189,7 +122,7 @@ def outline(text: str) -> Outline:
     # offsets[i] = index in `text` where line i+1 starts; offsets[line_count] = len(text).
     offsets = [0, *accumulate(len(line) + 1 for line in lines)]
     offsets[-1] = len(text)
-    raw = _raw_headings(text)
+    raw = raw_headings(text)
 
     # A section ends before the next heading of the same or a higher level, else at EOF.
     ends = [line_count] * len(raw)
