@@ -251,6 +251,21 @@ class EmbeddingChunk(models.Model):
         return f"{self.document_id}#{self.ordinal} ({self.state})"
 
 
+class ChunkSyncFailure(models.Model):
+    """A document whose chunk sync failed for good: the error status shows and the sweep's cool-down.
+
+    Its own row because a document's first sync has no chunks to carry the failure; a successful
+    sync deletes it.
+    """
+
+    document = models.OneToOneField(Document, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    last_error = models.CharField(max_length=300)
+    available_at = models.DateTimeField(help_text="The sweep chunks the document again from then on.")
+
+    def __str__(self) -> str:
+        return f"chunk sync of {self.document_id} failed: {self.last_error}"
+
+
 class DocumentOutline(models.Model):
     """The stored outline of one immutable version: headings and line count, computed once."""
 

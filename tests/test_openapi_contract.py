@@ -20,6 +20,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from knowledge.models import EmbeddingChunk
 from knowledge.services import document_create
 from workspaces.services import namespace_create
 
@@ -53,3 +54,23 @@ def seeded(alice):
 )
 def test_api_conforms_to_its_schema(case, live_server, seeded):
     case.call_and_validate(base_url=live_server.url, headers=seeded.headers, checks=CHECKS)
+
+
+def test_indexing_status_schema_declares_every_field_the_endpoint_returns(http, make_member):
+    components = _schema()["components"]["schemas"]
+    declared = components["IndexingStatus"]
+    unsynced = declared["properties"]["unsynced_documents"]
+    assert unsynced["type"] == "integer" and unsynced["description"]
+    assert "unsynced_documents" in declared["required"]
+    assert components["Reindex"]["properties"]["status"]["$ref"].endswith("/IndexingStatus")
+    admin = make_member("admin")
+    namespace = namespace_create(actor=admin.actor, slug="eng")
+    document = document_create(actor=admin.actor, namespace=namespace, path="a.md", content="# A\n\nWords.\n")
+    EmbeddingChunk.objects.filter(document=document).delete()  # as if its chunk sync had failed
+
+    response = http.as_(admin).get("/kb/settings/semantic/status")
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == set(declared["properties"])
+    assert body["unsynced_documents"] == 1

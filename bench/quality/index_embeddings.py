@@ -7,7 +7,8 @@
 but indexing paused, so each page is chunked after its write and nothing is embedded inside an
 HTTP request. This script then unpauses indexing with `workspaces.semantic.policy_update`, as an
 admin's PATCH would; its after-commit hook queues `embed_workspace_task`, which eager Celery runs
-here, batch after batch (claim, provider call, fenced completion), until no chunk is pending.
+here, looping slice after slice (`pipeline.embed_slice`: claim, provider call, fenced completion)
+until no chunk is claimable, as `make run` does.
 It prints one JSON line: chunks by state, seconds, chunks/s and the last error, if any.
 """
 
@@ -58,7 +59,6 @@ def main() -> int:
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
     from knowledge.embeddings import pipeline
-    from knowledge.tasks import embed_workspace_task
     from workspaces import semantic
     from workspaces.access import actor_for
     from workspaces.models import Workspace
@@ -79,12 +79,6 @@ def main() -> int:
     try:
         with transaction.atomic():  # the hook runs on commit: the whole indexing happens here
             semantic.policy_update(actor=actor, patch={"indexing": {"paused": False}})
-        # Eager Celery runs each hand-over message inside the previous task, so a very long backlog
-        # can end in a RecursionError that the task machinery logs; wake the task again from the top.
-        while pipeline.has_claimable(workspace.pk):
-            outcome = embed_workspace_task.delay(workspace.pk).result
-            if not isinstance(outcome, dict) or not outcome.get("claimed"):
-                break
     finally:
         done.set()
         watcher.join()

@@ -186,6 +186,10 @@ if KNOWLEDGE_WORKSPACE_MODE not in ("single", "required_from_auth"):
     raise ImproperlyConfigured("KNOWLEDGE_WORKSPACE_MODE must be 'single' or 'required_from_auth'.")
 KNOWLEDGE_EMBEDDING_LEASE_SECONDS = env.int("KNOWLEDGE_EMBEDDING_LEASE_SECONDS", default=120)
 KNOWLEDGE_EMBEDDING_TIMEOUT = env.float("KNOWLEDGE_EMBEDDING_TIMEOUT", default=30.0)
+# Batches one embedding message runs before handing over (0: only its 20 s budget; shared mode: 1).
+KNOWLEDGE_EMBEDDING_SLICE_BATCHES = env.int("KNOWLEDGE_EMBEDDING_SLICE_BATCHES", default=0)
+# Cool-down before the poll's sweep retries a failed chunk or a failed chunk sync.
+KNOWLEDGE_EMBEDDING_FAILED_RETRY_SECONDS = env.float("KNOWLEDGE_EMBEDDING_FAILED_RETRY_SECONDS", default=900.0)
 KNOWLEDGE_RRF_K = env.int("KNOWLEDGE_RRF_K", default=60)
 
 # Optional deployment file; its old `knowledge:` block is refused (settings are per workspace now).

@@ -42,6 +42,10 @@ class IndexingStatusSerializer(serializers.Serializer):
     queue_depth = serializers.IntegerField()
     last_indexed_at = serializers.DateTimeField(allow_null=True)
     last_error = serializers.CharField(allow_null=True)
+    unsynced_documents = serializers.IntegerField(
+        help_text="Live documents whose current version has no chunks yet: a chunk sync is pending, "
+        "failed (see `last_error`) or was lost; the poll's sweep chunks them again."
+    )
     unavailable_reason = serializers.CharField(allow_null=True)
 
 

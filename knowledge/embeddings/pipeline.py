@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from knowledge.chunking import ChunkingPolicy, chunk_markdown
 from knowledge.embeddings import store
-from knowledge.models import ChunkState, Document, EmbeddingChunk, EmbeddingSpace
+from knowledge.models import ChunkState, ChunkSyncFailure, Document, EmbeddingChunk, EmbeddingSpace
 from workspaces import semantic
 from workspaces.models import SemanticPolicy
 from workspaces.secrets import SecretError
@@ -39,7 +39,6 @@ MULTI_WORKSPACE_BATCH = 8
 MULTI_WORKSPACE_CANDIDATES = 32  # workspaces looked at per poll when they share workers
 SINGLE_WORKSPACE_SCAN = 128
 SLICE_SECONDS = 20.0  # one message's share of a worker before it hands the rest to a new message
-FAILED_RETRY_SECONDS = 900.0  # a failed chunk or chunk sync is tried again by the sweep after this
 STALE_SWEEP = 32  # documents re-chunked per sweep
 SYNC_MAX_BACKOFF_SECONDS = 120.0
 TABLE = EmbeddingChunk._meta.db_table
@@ -91,7 +90,8 @@ def lease_seconds() -> int:
 
 
 def failed_retry_seconds() -> float:
-    return float(getattr(settings, "KNOWLEDGE_EMBEDDING_FAILED_RETRY_SECONDS", FAILED_RETRY_SECONDS))
+    """Cool-down before the sweep tries a failed chunk or chunk sync again."""
+    return float(settings.KNOWLEDGE_EMBEDDING_FAILED_RETRY_SECONDS)
 
 
 def slice_batches() -> int | None:
@@ -101,8 +101,7 @@ def slice_batches() -> int | None:
     """
     if multi_workspace():
         return 1
-    configured = getattr(settings, "KNOWLEDGE_EMBEDDING_SLICE_BATCHES", None)
-    return int(configured) if configured else None
+    return int(settings.KNOWLEDGE_EMBEDDING_SLICE_BATCHES) or None
 
 
 def workspace_policy(workspace_id: int) -> tuple[SemanticPolicy, dict[str, Any]]:
@@ -156,6 +155,7 @@ def chunks_sync(document_id: Any, *, force: bool = False) -> int:
         )
         if document is None or document.current_version is None:
             return 0
+        ChunkSyncFailure.objects.filter(document=document).delete()  # kept if this sync fails (rollback)
         version = document.current_version
         old = list(EmbeddingChunk.objects.filter(document=document).values_list("id", "version_id"))
         if old and not force and all(version_id == version.id for _, version_id in old):
@@ -478,11 +478,17 @@ def error_text(exc: BaseException) -> str:
 def sync_failed(document_id: Any, exc: BaseException) -> int:
     """A chunk sync that failed for good (permanent, or out of retries): show it and let the sweep retry.
 
-    The document's chunks of older versions (never claimable) are marked failed with the error and
-    a cool-down; a document without any chunks is found by `stale_documents` alone.
+    A `ChunkSyncFailure` row keeps the error and the cool-down even for a first sync, which has no
+    chunks to carry them; the document's chunks of older versions (never claimable) are marked failed.
     """
     logger.warning("embeddings: chunking document %s failed: %s", document_id, error_text(exc))
+    retry_at = ExpressionWrapper(Now() + timedelta(seconds=failed_retry_seconds()), output_field=DateTimeField())
     try:
+        with transaction.atomic():
+            if Document.objects.filter(pk=document_id).exists():
+                ChunkSyncFailure.objects.update_or_create(
+                    document_id=document_id, defaults={"last_error": error_text(exc), "available_at": retry_at}
+                )
         return (
             EmbeddingChunk.objects.filter(document_id=document_id)
             .exclude(version_id=F("document__current_version_id"))
@@ -491,9 +497,7 @@ def sync_failed(document_id: Any, exc: BaseException) -> int:
                 claim_token="",
                 lease_until=None,
                 last_error=error_text(exc),
-                available_at=ExpressionWrapper(
-                    Now() + timedelta(seconds=failed_retry_seconds()), output_field=DateTimeField()
-                ),
+                available_at=retry_at,
             )
         )
     except DatabaseError:
@@ -517,7 +521,7 @@ def stale_documents(workspace_id: int | None = None, *, limit: int = STALE_SWEEP
 
     Picked at random, so a few documents that keep failing cannot hold the others back.
     """
-    cooling = EmbeddingChunk.objects.filter(document_id=OuterRef("pk"), state=ChunkState.FAILED, available_at__gt=Now())
+    cooling = ChunkSyncFailure.objects.filter(document_id=OuterRef("pk"), available_at__gt=Now())
     candidates = _stale(workspace_id).filter(~Exists(cooling)).order_by("?")
     ids = list(candidates.values_list("id", flat=True)[: limit * 4])
     if not ids:
@@ -614,8 +618,11 @@ def indexing_status(workspace_id: int) -> dict[str, Any]:
     for state, total in _state_counts(queryset):
         counts[state] = total
     last = queryset.filter(state=ChunkState.EMBEDDED).order_by("-embedded_at").values_list("embedded_at", flat=True)
+    sync_failures = ChunkSyncFailure.objects.filter(document__in=_stale(workspace_id))
     last_error = (
-        queryset.exclude(last_error="").order_by("-attempts").values_list("last_error", flat=True).first() or None
+        queryset.exclude(last_error="").order_by("-attempts").values_list("last_error", flat=True).first()
+        or sync_failures.values_list("last_error", flat=True).first()
+        or None
     )
     configured = policy["provider"] == "local" or bool(row.api_key_sealed)
     return {

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from knowledge import tasks
 from knowledge.embeddings import pipeline
-from knowledge.models import ChunkState, EmbeddingChunk
+from knowledge.models import ChunkState, ChunkSyncFailure, EmbeddingChunk
 from knowledge.tasks import embed_workspace_task, poll_embeddings_task
 from tests.conftest import create_document, create_namespace
 from tests.knowledge.semantic_helpers import enable, postgres_only, status
@@ -137,7 +137,7 @@ def test_a_chunk_sync_out_of_retries_is_shown_and_swept_again(http, semantic_adm
 
     poll_embeddings_task.delay()  # cooling down: not yet
     assert not current_chunks(document["id"]).exists()
-    EmbeddingChunk.objects.update(available_at=timezone.now() - timedelta(seconds=1))
+    ChunkSyncFailure.objects.update(available_at=timezone.now() - timedelta(seconds=1))
     poll_embeddings_task.delay()
 
     chunk = current_chunks(document["id"]).get()
@@ -155,6 +155,7 @@ def test_a_permanent_chunk_sync_failure_fails_at_once_and_is_swept(http, semanti
     assert not EmbeddingChunk.objects.filter(document_id=document["id"]).exists()
     assert status(http, semantic_admin)["unsynced_documents"] == 1
     blank = create_document(http, semantic_admin, "notes", "blank.md", "   \n")  # no chunks, and not stale
+    ChunkSyncFailure.objects.update(available_at=timezone.now() - timedelta(seconds=1))  # cooled down
     assert pipeline.stale_documents() == [document["id"]]
 
     poll_embeddings_task.delay()
@@ -164,6 +165,26 @@ def test_a_permanent_chunk_sync_failure_fails_at_once_and_is_swept(http, semanti
     assert status(http, semantic_admin)["unsynced_documents"] == 0 and pipeline.stale_documents() == []
 
 
+def test_a_failed_first_chunk_sync_cools_down_before_the_sweep_tries_again(http, semantic_admin, embedder, flaky_sync):
+    create_namespace(http, semantic_admin, "notes")
+    flaky_sync["fail"](ValueError("a chunker bug"))
+    document = create_document(http, semantic_admin, "notes", "a.md", "# Alpha\n\nFirst words.\n")
+    assert not EmbeddingChunk.objects.filter(document_id=document["id"]).exists()  # no row to hold the failure
+    report = status(http, semantic_admin)
+    assert report["unsynced_documents"] == 1 and report["last_error"] == "sync_failed: ValueError"
+
+    for _ in range(3):  # polls during the cool-down do not chunk it again
+        poll_embeddings_task.delay()
+    assert flaky_sync["calls"] == 1 and pipeline.stale_documents() == []
+    ChunkSyncFailure.objects.update(available_at=timezone.now() - timedelta(seconds=1))
+    poll_embeddings_task.delay()
+
+    assert flaky_sync["calls"] == 2 and current_chunks(document["id"]).get().state == fresh_state()
+    report = status(http, semantic_admin)
+    assert report["unsynced_documents"] == 0 and report["last_error"] is None
+    assert not ChunkSyncFailure.objects.exists()
+
+
 @postgres_only
 def test_a_permanent_provider_failure_is_shown_and_swept_after_its_cool_down(http, semantic_admin, embedder):
     create_namespace(http, semantic_admin, "notes")
@@ -171,7 +192,7 @@ def test_a_permanent_provider_failure_is_shown_and_swept_after_its_cool_down(htt
     document = create_document(http, semantic_admin, "notes", "a.md", "# Alpha\n\nFirst words.\n")
     chunk = current_chunks(document["id"]).get()
     assert chunk.state == ChunkState.FAILED and chunk.last_error.startswith("bad_request")
-    assert chunk.available_at > timezone.now() + timedelta(seconds=pipeline.FAILED_RETRY_SECONDS - 60)
+    assert chunk.available_at > timezone.now() + timedelta(seconds=pipeline.failed_retry_seconds() - 60)
     report = status(http, semantic_admin)
     assert report["chunks"]["failed"] == 1 and report["last_error"].startswith("bad_request")
     calls = len(embedder.calls)
