@@ -6,6 +6,8 @@ class KnowledgeConfig(AppConfig):
     name = "knowledge"
 
     def ready(self) -> None:
-        from knowledge.embeddings import hooks
+        from knowledge import hooks
+        from knowledge.embeddings import hooks as embedding_hooks
 
         hooks.connect()
+        embedding_hooks.connect()

@@ -9,7 +9,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 
 from config.exceptions import Invalid, NotFound
-from knowledge import structure
+from knowledge import structure, version_cache
 from knowledge.models import Document, DocumentOutline, DocumentStatus, DocumentVersion
 from knowledge.paths import normalise_folder, normalise_path
 from workspaces import access
@@ -186,10 +186,14 @@ def version_list(*, actor: Actor, document: Document, include_content: bool = Fa
     return queryset
 
 
-def version_get(*, actor: Actor, document: Document, version: int | str) -> DocumentVersion:
+def version_get(
+    *, actor: Actor, document: Document, version: int | str, include_content: bool = True
+) -> DocumentVersion:
     """A version by number, or by id when the value is not a number."""
     access.require_document_read(actor, document)
     queryset = DocumentVersion.objects.filter(document=document).select_related("author")
+    if not include_content:
+        queryset = queryset.defer("content")
     text = str(version)
     if text.isascii() and text.isdigit():
         found = queryset.filter(number=int(text)).first() if len(text) <= 9 else None
@@ -204,10 +208,32 @@ def version_get(*, actor: Actor, document: Document, version: int | str) -> Docu
 
 
 def version_outline(*, version: DocumentVersion) -> structure.Outline:
-    """The stored outline of a version, computed and stored on first read when missing."""
+    """A version's outline: from this process's cache, else stored, else computed and stored.
+
+    The caller has checked read access to the version's document.
+    """
     from knowledge import services
 
-    stored = DocumentOutline.objects.filter(version_id=version.pk).first()
-    if stored is not None:
-        return structure.outline_from_data(stored.line_count, stored.headings)
-    return services.version_outline_store(version=version)
+    def load() -> tuple[structure.Outline, int]:
+        stored = DocumentOutline.objects.filter(version_id=version.pk).first()
+        if stored is not None:
+            found = structure.outline_from_data(stored.line_count, stored.headings)
+        else:
+            found = services.version_outline_store(version=version)
+        return found, found.approximate_size()
+
+    return version_cache.cached(("outline", version.pk), load)
+
+
+def version_lines(*, version: DocumentVersion) -> list[str]:
+    """A version's content as lines (`structure.split_document`), cached like its outline.
+
+    The content is fetched only on a cache miss, so pass versions read without it. The caller
+    has checked read access to the version's document.
+    """
+
+    def load() -> tuple[list[str], int]:
+        lines, _ = structure.split_document(version.content)
+        return lines, structure.approximate_size(lines)
+
+    return version_cache.cached(("lines", version.pk), load)

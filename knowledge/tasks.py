@@ -1,4 +1,4 @@
-"""Celery tasks for embeddings: thin wrappers over knowledge.embeddings.pipeline.
+"""Celery tasks of the knowledge app: thin wrappers over the embedding pipeline and outline upkeep.
 
 Messages carry ids only; workers read everything else (content, policy, key) from the database
 after re-entering the workspace. Delivery is at least once: claims make a repeat harmless.
@@ -127,3 +127,19 @@ def reindex_workspace_task(workspace_id: int) -> dict[str, int]:
     if pipeline.has_claimable(workspace_id):
         embed_workspace_task.delay(workspace_id)
     return result
+
+
+@shared_task(ignore_result=True)
+def store_outline_task(version_id: str) -> bool:
+    """After a content write: store the new version's outline, so its first read is a lookup.
+
+    Returns whether the version still exists (it may have been purged since).
+    """
+    from knowledge import services
+    from knowledge.models import DocumentVersion
+
+    version = DocumentVersion.objects.filter(pk=version_id).first()
+    if version is None:
+        return False
+    services.version_outline_store(version=version)
+    return True

@@ -10,13 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from django.http import HttpResponse
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_field
 from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from knowledge import selectors, structure
+from knowledge import selectors, structure, version_cache
 from knowledge.api import serializers as s
 from knowledge.api.search_views import VersionTokenSerializer
 from knowledge.api.views import parse, responses
@@ -253,9 +255,10 @@ def _document_data(request: Request, document: Document) -> dict[str, Any]:
 
 
 def _read(actor: Actor, document_id: str, version: str) -> tuple[Document, DocumentVersion]:
-    document = selectors.document_get(actor=actor, document_id=document_id)
+    """The document and the asked-for version, both without content (see `version_lines`)."""
+    document = selectors.document_get(actor=actor, document_id=document_id, include_content=False)
     if version:
-        return document, selectors.version_get(actor=actor, document=document, version=version)
+        return document, selectors.version_get(actor=actor, document=document, version=version, include_content=False)
     return document, document.current_version
 
 
@@ -271,14 +274,25 @@ class DocumentOutlineView(APIView):
         query = parse(OutlineQuerySerializer, request.query_params)
         document, version = _read(request.actor, id, query.get("version", ""))
         found = selectors.version_outline(version=version)
-        return Response(
-            {
-                "document": _document_data(request, document),
-                "version": _token(version),
-                "line_count": found.line_count,
-                "headings": [heading.as_dict() for heading in found.up_to(query["max_depth"])],
-            }
+        head = JSONRenderer().render(
+            {"document": _document_data(request, document), "version": _token(version), "line_count": found.line_count}
         )
+        headings = _headings_json(version, found, query["max_depth"])
+        return HttpResponse(head[:-1] + b',"headings":' + headings + b"}", content_type="application/json")
+
+
+def _headings_json(version: DocumentVersion, found: structure.Outline, max_depth: int) -> bytes:
+    """The headings as JSON, rendered once per version and depth.
+
+    They never change for a version and are most of the response: 1.4 MB for the 5,000
+    headings of a 10 MiB document, ~15 ms to encode on every read otherwise.
+    """
+
+    def render() -> tuple[bytes, int]:
+        body = JSONRenderer().render([heading.as_dict() for heading in found.up_to(max_depth)])
+        return body, len(body)
+
+    return version_cache.cached(("outline-json", version.pk, max_depth), render)
 
 
 class DocumentRangeView(APIView):
@@ -293,7 +307,7 @@ class DocumentRangeView(APIView):
         query = parse(RangeQuerySerializer, request.query_params)
         document, version = _read(request.actor, id, query.pop("version", ""))
         found = selectors.version_outline(version=version)
-        selected = structure.select_range(version.content, found=found, **query)
+        selected = structure.select_range(selectors.version_lines(version=version), found=found, **query)
         return Response(
             {
                 "document": _document_data(request, document),

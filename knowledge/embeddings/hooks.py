@@ -34,11 +34,6 @@ def on_policy_change(workspace_id: int, before: dict[str, Any], after: dict[str,
         logger.exception("embeddings: could not apply the policy change of workspace %s", workspace_id)
 
 
-def _attach(hooks: list[Any], callback: Any) -> None:
-    if callback not in hooks:
-        hooks.append(callback)
-
-
 def vector_store_problem() -> str | None:
     from knowledge.embeddings import store
 
@@ -48,9 +43,10 @@ def vector_store_problem() -> str | None:
 
 def connect() -> None:
     from knowledge import services
+    from knowledge.hooks import attach
     from workspaces import semantic
 
     semantic.vector_store_problem = vector_store_problem
-    _attach(services.after_content_write, on_content_write)
-    _attach(services.after_path_change, on_content_write)  # a restore makes its chunks claimable again
-    _attach(semantic.after_policy_change, on_policy_change)
+    attach(services.after_content_write, on_content_write)
+    attach(services.after_path_change, on_content_write)  # a restore makes its chunks claimable again
+    attach(semantic.after_policy_change, on_policy_change)

@@ -1,0 +1,35 @@
+"""Knowledge's own after-commit upkeep: a new version's outline is stored off the saving request.
+
+Best-effort like the graph and embedding hooks: a broker that is down is logged, never a failed
+save, and an outline that was not stored is computed on its first read instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+logger = logging.getLogger(__name__)
+
+
+def on_content_write(document_id: UUID, version_id: UUID) -> None:
+    from knowledge.tasks import store_outline_task
+
+    try:
+        store_outline_task.delay(str(version_id))
+    except Exception:
+        logger.exception("outlines: could not queue the outline of version %s", version_id)
+
+
+def attach(hooks: list[Any], callback: Callable[..., None]) -> None:
+    """Register once (`ready()` can run more than once in tests and reloads)."""
+    if callback not in hooks:
+        hooks.append(callback)
+
+
+def connect() -> None:
+    from knowledge import services
+
+    attach(services.after_content_write, on_content_write)
