@@ -85,6 +85,9 @@ FULL = Scale(
         "revise_64k": (100, 200),
         "revise_1m": (20, 24),
         "revise_10m": (3, 4),
+        "outline_10m": (100, 200),
+        "section_10m": (100, 200),
+        "range_64k": (100, 200),
         "list_admin_after_writes": (100, 0),
     },
 )
@@ -111,6 +114,9 @@ QUICK = Scale(
         "revise_64k": (40, 80),
         "revise_1m": (6, 8),
         "revise_10m": (2, 4),
+        "outline_10m": (60, 120),
+        "section_10m": (60, 120),
+        "range_64k": (60, 120),
         "list_admin_after_writes": (30, 0),
     },
 )
@@ -725,6 +731,51 @@ class Bench:
 
         return Operation(key, label, call, target, warmup, after, on_conflict, {"content_bytes": size})
 
+    def _large_document_reads(self, document_id: str) -> list[Operation]:
+        """Outline, a section and a 64 KiB line range of a 10 MiB document (one `revise_10m` wrote).
+
+        The section (the one nearest 64 KiB) and the range (lines in the middle adding up to
+        64 KiB) are picked on first use from the document itself; picking is not timed.
+        """
+        url = f"/kb/documents/{document_id}"
+        admin = self.state["tokens"]["admin"]
+        outline = Operation("outline_10m", "outline of 10 MiB", lambda c: Call("GET", f"{url}/outline", admin), 20)
+        section = Operation("section_10m", "section of 10 MiB", lambda c: Call("GET", picked["section"], admin), 30)
+        lines = Operation("range_64k", "64 KiB of lines of 10 MiB", lambda c: Call("GET", picked["range"], admin), 30)
+        picked: dict[str, str] = {}
+        lock = threading.Lock()
+
+        def pick() -> None:
+            import httpx
+
+            with lock, httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {admin}"}) as client:
+                if picked:
+                    return
+                body = client.get(f"{url}/outline", timeout=300).raise_for_status().json()
+                nearest = min(body["headings"], key=lambda heading: abs(heading["chars"] - 64 * KIB))
+                picked["section"] = f"{url}/range?section_ref={nearest['section_ref']}"
+                section.label = f"section ({nearest['chars'] / KIB:.0f} KiB) of 10 MiB"
+                section.meta.update(section_ref=nearest["section_ref"], section_chars=nearest["chars"])
+                start, count = body["line_count"] // 2, 1000
+                for _ in range(4):  # scale the line count until the range holds ~64 KiB
+                    query = f"start_line={start}&end_line={start + count - 1}&context_lines=0"
+                    ranged = client.get(f"{url}/range?{query}", timeout=300).raise_for_status().json()
+                    size = len(ranged["range"]["content"].encode())
+                    count = max(1, round(count * 64 * KIB / max(size, 1)))
+                picked["range"] = f"{url}/range?{query}"
+                lines.meta.update(range_lines=ranged["range"]["end_line"] - start + 1, range_bytes=size)
+                outline.meta.update(document_lines=body["line_count"], headings=len(body["headings"]))
+
+        for op in (outline, section, lines):
+
+            def call(client: int, prepare: Callable[[int], Call] = op.call) -> Call:
+                if not picked:
+                    pick()
+                return prepare(client)
+
+            op.call = call
+        return [outline, section, lines]
+
     @staticmethod
     def _revise_header(client: int, number: int) -> str:
         return f"# Revision {number:07d} by client {client}\n\n"
@@ -748,6 +799,7 @@ class Bench:
             self._revise("revise_64k", "revise 64 KiB", 64 * KIB, revise_ids[0:clients], 50, 3),
             self._revise("revise_1m", "revise 1 MiB", MIB, revise_ids[clients : 2 * clients], 1_000, 1),
             self._revise("revise_10m", "revise 10 MiB", LARGEST_CONTENT_BYTES, revise_ids[2 * clients :], 3_000, 0),
+            *self._large_document_reads(revise_ids[2 * clients]),
             self._list("list_admin_after_writes", "list 50 (admin) after saves", "admin"),
         ]
 

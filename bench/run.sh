@@ -7,6 +7,7 @@
 # (var/bench/mcp-<backend>.json).
 # On PostgreSQL the semantic benchmark runs on the same corpus (var/bench/semantic-postgres.json).
 # Usage: bench/run.sh [--quick] [sqlite|postgres ...]   (BENCH_KEEP_DB=1 keeps the SQLite file)
+# BENCH_PARTS picks what runs (default: "core semantic transfer render mcp").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -22,6 +23,8 @@ for arg in "$@"; do
   esac
 done
 [[ ${#BACKENDS[@]} -gt 0 ]] || BACKENDS=(sqlite postgres)
+PARTS=" ${BENCH_PARTS:-core semantic transfer render mcp} "
+part() { [[ "$PARTS" == *" $1 "* ]]; }
 
 export DJANGO_SETTINGS_MODULE=config.settings.local DEBUG=false LOG_LEVEL=WARNING
 # In-process steps (corpus build, semantic bench) run Celery tasks eagerly.
@@ -158,17 +161,18 @@ run_backend() {
   [[ ! -f "$WORK/worker-$backend.log" ]] || cp "$WORK/worker-$backend.log" "$OUT/worker-$backend$SUFFIX.log"
   stop_gunicorn
   stop_worker
-  if [[ "$backend" == postgres ]]; then
+  if [[ "$backend" == postgres ]] && part semantic; then
     # Semantic search on the same corpus: embeds it, then measures latency, recall and freshness.
     run_child "$BIN/python" -m bench.semantic_bench --state "$state" --scale "$SCALE" \
       --out "$OUT/semantic-postgres$SUFFIX.json" >"$WORK/semantic-report.md" || return 1
-    stop_postgres
   fi
+  stop_postgres
 }
 
 status=0
 files=()
 for backend in "${BACKENDS[@]}"; do
+  part core || break
   if run_backend "$backend"; then
     files+=("$OUT/core-$backend$SUFFIX.json")
   else
@@ -186,18 +190,20 @@ echo "Raw numbers: ${files[*]:-none}" >&2
 
 # Namespace export / import through the agor CLI (bench/transfer_bench.py starts its own
 # database and gunicorn); its table follows the API tables.
-for backend in "${BACKENDS[@]}"; do
+part transfer && for backend in "${BACKENDS[@]}"; do
   echo "== transfer: $backend ($SCALE corpus) ==" >&2
   run_child "$BIN/python" -m bench.transfer_bench --scale "$SCALE" --backend "$backend" \
     --out "$OUT/transfer-$backend$SUFFIX.json" || status=1
 done
 
 # Rendering of large and adversarial markdown, in-process (no database needed).
-echo "== rendering ==" >&2
-run_child env -u DATABASE_URL "$BIN/python" -m bench.render_bench --out "$OUT/render$SUFFIX.json" || status=1
+if part render; then
+  echo "== rendering ==" >&2
+  run_child env -u DATABASE_URL "$BIN/python" -m bench.render_bench --out "$OUT/render$SUFFIX.json" || status=1
+fi
 
 # The MCP bridge over stdio against gunicorn (bench/mcp_bench.py starts its own small corpus).
-for backend in "${BACKENDS[@]}"; do
+part mcp && for backend in "${BACKENDS[@]}"; do
   echo "== MCP bridge: $backend ==" >&2
   run_child "$BIN/python" -m bench.mcp_bench --backend "$backend" --out "$OUT/mcp-$backend$SUFFIX.json" || status=1
 done
