@@ -283,11 +283,26 @@ class MembershipAdmin(DomainErrorAdminMixin, DomainErrorDeleteMixin, SuperuserOn
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
         """Bulk delete: each membership on its own; refused ones are reported, the rest removed."""
+        removed = 0
         for membership in queryset.select_related("workspace", "user"):
             try:
                 membership_remove(workspace=membership.workspace, user=membership.user)
+                removed += 1
             except DomainError as exc:
                 messages.error(request, exc.message)
+        request.memberships_removed = removed  # type: ignore[attr-defined]
+
+    def message_user(
+        self, request: HttpRequest, message: str, level: int = messages.INFO, *args: Any, **kwargs: Any
+    ) -> None:
+        """After a bulk delete, count what was removed: Django's own message counts the selection."""
+        removed = getattr(request, "memberships_removed", None)
+        if removed is not None and level == messages.SUCCESS:
+            del request.memberships_removed  # type: ignore[attr-defined]
+            if removed == 0:
+                return
+            message = f"Removed {removed} membership{'' if removed == 1 else 's'}."
+        super().message_user(request, message, level, *args, **kwargs)
 
 
 class GroupAdminForm(forms.ModelForm):

@@ -153,10 +153,24 @@ def test_admin_bulk_delete_removes_others_and_keeps_the_last_owner(superuser_cli
     url = reverse("admin:workspaces_membership_changelist")
     response = superuser_client.post(url, {"action": "delete_selected", "_selected_action": ids, "post": "yes"})
     assert response.status_code == 302
-    assert any("last owner" in m for m in messages_of(response))
+    shown = messages_of(response)
+    assert any("last owner" in m for m in shown)
+    assert "Removed 2 memberships." in shown
+    assert not any("Successfully deleted" in m for m in shown)  # Django's count includes the refused one
     assert list(Membership.objects.filter(workspace=owner.workspace).values_list("user_id", flat=True)) == [
         owner.user.pk
     ]
+
+
+@pytest.mark.django_db
+def test_admin_bulk_delete_of_only_the_last_owner_claims_no_removal(superuser_client, owner):
+    ids = list(Membership.objects.filter(workspace=owner.workspace).values_list("pk", flat=True))
+    url = reverse("admin:workspaces_membership_changelist")
+    response = superuser_client.post(url, {"action": "delete_selected", "_selected_action": ids, "post": "yes"})
+    shown = messages_of(response)
+    assert any("last owner" in m for m in shown)
+    assert not any("Removed" in m or "Successfully deleted" in m for m in shown)
+    assert Membership.objects.filter(workspace=owner.workspace).count() == 1
 
 
 @pytest.mark.django_db
