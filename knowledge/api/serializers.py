@@ -179,12 +179,62 @@ class DocumentSerializer(serializers.Serializer):
         return bool(document.metadata.get("title_from_content"))
 
     def to_representation(self, instance: Document) -> dict[str, Any]:
-        data = super().to_representation(instance)
+        """The declared fields, rendered directly.
+
+        DRF's generic path deep-copies and walks 22 field objects per document (about 1 ms, most
+        of a search or list response); this builds the same dict (tests compare the two).
+        """
+        namespace_slug = instance.namespace.slug
+        version = instance.current_version
+        data = {
+            "id": str(instance.id),
+            "reference_uri": instance.reference_uri,
+            "uri": self.get_uri(instance),
+            "url": self._reader_url(namespace_slug, instance.path),
+            "namespace": namespace_slug,
+            "path": instance.path,
+            "title": instance.title,
+            "icon": instance.icon,
+            "kind": str(instance.kind),
+            "visibility": str(instance.visibility),
+            "status": str(instance.status),
+            "edit_policy": str(instance.edit_policy),
+            "first_line_is_title": self.get_first_line_is_title(instance),
+            "metadata": {str(key): value for key, value in instance.metadata.items()},
+            "archived": instance.archived,
+            "archived_at": _datetime(instance.archived_at),
+            "created_by": instance.created_by.username if instance.created_by_id else None,
+            "updated_by": instance.updated_by.username if instance.updated_by_id else None,
+            "created_at": _datetime(instance.created_at),
+            "updated_at": _datetime(instance.updated_at),
+            "current_version": None
+            if version is None
+            else {
+                "id": str(version.id),
+                "number": version.number,
+                "sha256": version.sha256,
+                "byte_length": version.byte_length,
+                "char_length": version.char_length,
+                "created_at": _datetime(version.created_at),
+            },
+        }
         if self.context.get("include_content"):
-            data["content"] = instance.current_version.content
-        else:
-            data.pop("content", None)
+            data["content"] = version.content
         return data
+
+    def _reader_url(self, namespace_slug: str, path: str) -> str:
+        # The base URL is the same for every document of a response: work it out once.
+        base = self.context.get("_public_base_url")
+        if base is None:
+            base = self.context["_public_base_url"] = public_base_url(self.context.get("request"))
+        return f"{base}/ui/kb/{quote(namespace_slug)}/{quote(path)}"
+
+
+_DATETIME_FIELD = serializers.DateTimeField()
+
+
+def _datetime(value: Any) -> str | None:
+    return None if value is None else _DATETIME_FIELD.to_representation(value)
 
 
 def page_serializer(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
