@@ -8,7 +8,10 @@ access filter is a subquery inside the same SQL statement, applied before rankin
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -18,7 +21,11 @@ from django.db import connection
 from knowledge.models import Document, SearchChunk, SearchTerm
 from knowledge.search_query import Clause, ParsedQuery, Term
 
-CHUNK_TARGET_CHARS = 1800
+# Chunks end at a paragraph break chosen by the text before it (content-defined), so an edit
+# re-chunks only its neighbourhood and every other chunk keeps its row and its tsvector.
+CHUNK_MIN_CHARS = 600
+CHUNK_MAX_CHARS = 3000
+BOUNDARY_ODDS = 3  # about one paragraph break in three may end a chunk
 HEADER_ORDINAL = -1
 PROXIMITY_CLAUSE = -1
 SNIPPET_MAX_CHARS = 1200
@@ -27,28 +34,41 @@ SNIPPET_MAX_CHARS = 1200
 # --- index upkeep --------------------------------------------------------------------------
 
 
+def _ends_chunk(previous: str, line: str) -> bool:
+    """A blank line after a paragraph whose last line hashes onto the boundary residue."""
+    return not line.strip() and bool(previous.strip()) and zlib.crc32(previous.encode()) % BOUNDARY_ODDS == 0
+
+
 def chunk_lines(content: str) -> list[tuple[int, int, str]]:
-    """Split content at line boundaries into ~1.8 KB pieces: (start_line, end_line, text)."""
+    """Split content at line boundaries into pieces of 600–3,000 characters: (start_line, end_line, text).
+
+    A chunk ends at a paragraph break that `_ends_chunk` picks once it holds CHUNK_MIN_CHARS,
+    or before it would pass CHUNK_MAX_CHARS; a longer line is cut into pieces of its own.
+    """
     lines = content.replace("\r\n", "\n").split("\n")
     chunks: list[tuple[int, int, str]] = []
     buffer: list[str] = []
     size = 0
     start = 1
+    previous = ""
     for number, line in enumerate(lines, start=1):
-        while len(line) > CHUNK_TARGET_CHARS:  # one enormous line: cut it, keep its line number
+        while len(line) > CHUNK_MAX_CHARS:  # one enormous line: cut it, keep its line number
             if buffer:
-                chunks.append((start, number - 1 if number > start else start, "\n".join(buffer)))
+                chunks.append((start, number - 1, "\n".join(buffer)))
                 buffer, size = [], 0
-            chunks.append((number, number, line[:CHUNK_TARGET_CHARS]))
-            line = line[CHUNK_TARGET_CHARS:]
-            start = number
-        if buffer and size + len(line) > CHUNK_TARGET_CHARS:
+            chunks.append((number, number, line[:CHUNK_MAX_CHARS]))
+            line = line[CHUNK_MAX_CHARS:]
+        if buffer and size + len(line) > CHUNK_MAX_CHARS:
             chunks.append((start, number - 1, "\n".join(buffer)))
-            buffer, size, start = [], 0, number
+            buffer, size = [], 0
         if not buffer:
             start = number
         buffer.append(line)
         size += len(line) + 1
+        if size >= CHUNK_MIN_CHARS and _ends_chunk(previous, line):
+            chunks.append((start, number, "\n".join(buffer)))
+            buffer, size = [], 0
+        previous = line
     if buffer and any(part.strip() for part in buffer):
         chunks.append((start, len(lines), "\n".join(buffer)))
     return chunks
@@ -67,64 +87,192 @@ def _header(document: Document) -> SearchChunk:
     )
 
 
-def index_document(document: Document, content: str) -> None:
-    """Replace the document's chunks with those of its current content (same transaction)."""
-    SearchChunk.objects.filter(document=document)._raw_delete(using="default")
+ChunkRow = tuple[int, int, int, str, str, str]  # ordinal, start_line, end_line, title, path_text, text
+
+
+def _chunk_key(title: str, path_text: str, text: str) -> str:
+    """What a chunk's tsvector depends on (PostgreSQL computes the same md5 in `_stored_chunks`)."""
+    return hashlib.md5(f"{title}\x01{path_text}\x01{text}".encode()).hexdigest()
+
+
+def _stored_chunks(document_id: UUID) -> list[tuple[int, int, int, int, str]]:
+    """(id, ordinal, start_line, end_line, key) of the document's chunk rows."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT id, ordinal, start_line, end_line, md5(title || chr(1) || path_text || chr(1) || text) "
+                "FROM knowledge_searchchunk WHERE document_id = %s",
+                [document_id],
+            )
+            return cursor.fetchall()
+        cursor.execute(
+            "SELECT id, ordinal, start_line, end_line, title, path_text, text FROM knowledge_searchchunk "
+            "WHERE document_id = %s",
+            [document_id.hex],
+        )
+        return [(row[0], row[1], row[2], row[3], _chunk_key(*row[4:])) for row in cursor.fetchall()]
+
+
+def index_document(document: Document, content: str, *, rebuild: bool = False) -> None:
+    """Bring the document's chunks in line with its current content (same transaction).
+
+    Rows whose text is unchanged are kept and only moved, so a save computes tsvectors, index
+    entries and term counts for the chunks its edit touched, not for the whole document.
+    `rebuild` replaces every row instead (the reindex command's repair).
+    """
     header = _header(document)
-    rows = [(HEADER_ORDINAL, 1, 1, header.title, header.path_text, "")] + [
+    rows: list[ChunkRow] = [(HEADER_ORDINAL, 1, 1, header.title, header.path_text, "")] + [
         (i, start, end, "", "", text) for i, (start, end, text) in enumerate(chunk_lines(content))
     ]
-    _insert_chunks(document.pk, rows)
-    _index_terms(document)
+    length = term_length(len(content))
+    if rebuild:
+        SearchChunk.objects.filter(document=document)._raw_delete(using="default")
+        _insert_chunks(document.pk, rows)
+        _rebuild_terms(document.pk, length)
+        return
+    stored: dict[str, list[tuple[int, int, int, int]]] = {}
+    for chunk_id, ordinal, start, end, key in _stored_chunks(document.pk):
+        stored.setdefault(key, []).append((chunk_id, ordinal, start, end))
+    moved: list[tuple[int, int, int, int]] = []
+    added: list[ChunkRow] = []
+    for row in rows:
+        matches = stored.get(_chunk_key(*row[3:]))
+        if not matches:
+            added.append(row)
+            continue
+        chunk_id, ordinal, start, end = matches.pop()
+        if (ordinal, start, end) != row[:3]:
+            moved.append((chunk_id, *row[:3]))
+    removed = [match[0] for matches in stored.values() for match in matches]
+    added_ids = _insert_chunks(document.pk, added) if added else []
+    _update_terms(document.pk, added_ids=added_ids, removed_ids=removed, length=length)
+    if removed:
+        SearchChunk.objects.filter(id__in=removed)._raw_delete(using="default")
+    if moved:
+        _move_chunks(moved)
 
 
-def _insert_chunks(document_id: UUID, rows: list[tuple[int, int, int, str, str, str]]) -> None:
-    """Plain SQL: a 10 MiB document has ~6,000 chunks, and model instances would cost ~1 s."""
+def _move_chunks(moved: list[tuple[int, int, int, int]]) -> None:
+    """New ordinals and line numbers for kept rows: (id, ordinal, start_line, end_line).
+
+    PostgreSQL does not recompute the generated tsvector, which depends on none of them.
+    """
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            ids, ordinals, starts, ends = (list(column) for column in zip(*moved, strict=True))
+            cursor.execute(
+                "UPDATE knowledge_searchchunk c SET ordinal = m.ordinal, start_line = m.start_line, "
+                "end_line = m.end_line FROM unnest(%s::bigint[], %s::int[], %s::int[], %s::int[]) "
+                "AS m(id, ordinal, start_line, end_line) WHERE c.id = m.id",
+                [ids, ordinals, starts, ends],
+            )
+        else:
+            cursor.executemany(
+                "UPDATE knowledge_searchchunk SET ordinal = %s, start_line = %s, end_line = %s WHERE id = %s",
+                [(ordinal, start, end, chunk_id) for chunk_id, ordinal, start, end in moved],
+            )
+
+
+def _insert_chunks(document_id: UUID, rows: list[ChunkRow]) -> list[int]:
+    """Plain SQL: a 10 MiB document has ~6,000 chunks, and model instances would cost ~1 s.
+
+    Returns the new rows' ids on PostgreSQL (its term counts need them), nothing on SQLite.
+    """
     columns = "document_id, ordinal, start_line, end_line, title, path_text, text"
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             ordinals, starts, ends, titles, paths, texts = (list(column) for column in zip(*rows, strict=True))
             cursor.execute(
                 f"INSERT INTO knowledge_searchchunk ({columns}) "
-                "SELECT %s, * FROM unnest(%s::int[], %s::int[], %s::int[], %s::text[], %s::text[], %s::text[])",
+                "SELECT %s, * FROM unnest(%s::int[], %s::int[], %s::int[], %s::text[], %s::text[], %s::text[]) "
+                "RETURNING id",
                 [document_id, ordinals, starts, ends, titles, paths, texts],
             )
-        else:  # SQLite keeps UUIDs as 32 hex digits; its insert trigger fills FTS5
-            cursor.executemany(
-                f"INSERT INTO knowledge_searchchunk ({columns}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                [(document_id.hex, *row) for row in rows],
-            )
+            return [row[0] for row in cursor.fetchall()]
+        # SQLite keeps UUIDs as 32 hex digits; its insert trigger fills FTS5
+        cursor.executemany(
+            f"INSERT INTO knowledge_searchchunk ({columns}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [(document_id.hex, *row) for row in rows],
+        )
+        return []
 
 
 def index_header(document: Document) -> None:
     """Re-index only title and path (after a rename or move)."""
-    SearchChunk.objects.filter(document=document, ordinal=HEADER_ORDINAL)._raw_delete(using="default")
-    _header(document).save()
-    _index_terms(document)
+    header = _header(document)
+    removed = list(SearchChunk.objects.filter(document=document, ordinal=HEADER_ORDINAL).values_list("id", flat=True))
+    added_ids = _insert_chunks(document.pk, [(HEADER_ORDINAL, 1, 1, header.title, header.path_text, "")])
+    length = term_length(document.current_version.char_length)
+    _update_terms(document.pk, added_ids=added_ids, removed_ids=removed, length=length)
+    SearchChunk.objects.filter(id__in=removed)._raw_delete(using="default")
 
 
-def _index_terms(document: Document) -> None:
-    """PostgreSQL: rebuild the document's term rows from its chunks' tsvectors, in one statement."""
+# PostgreSQL keeps per-document term counts (SearchTerm) for BM25. Counts are summed from the
+# chunks' tsvectors: body chunks give body_tf, the header gives title_tf.
+_TERM_COUNTS = """
+    SELECT t.lexeme,
+           SUM(CASE WHEN c.ordinal >= 0 THEN s.sign * COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
+               AS body_tf,
+           SUM(CASE WHEN c.ordinal < 0 THEN s.sign * COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
+               AS title_tf
+    FROM knowledge_searchchunk c CROSS JOIN LATERAL (SELECT {sign} AS sign) s, unnest(c.search_vector) t
+    WHERE {rows} AND length(t.lexeme) <= 255
+    GROUP BY t.lexeme
+"""
+LENGTH_STEP = 1.1
+
+
+def term_length(char_length: int) -> int:
+    """BM25's document length: about one indexed word per 8 characters, in 10% steps, so that
+    an ordinary edit leaves it (and every term row of the document) unchanged."""
+    words = max(char_length / 8, 1.0)
+    return round(LENGTH_STEP ** round(math.log(words, LENGTH_STEP)))
+
+
+def _rebuild_terms(document_id: UUID, length: int) -> None:
+    """PostgreSQL: the document's term rows from all its chunks, in one statement."""
     if connection.vendor != "postgresql":
         return
-    SearchTerm.objects.filter(document=document)._raw_delete(using="default")
+    SearchTerm.objects.filter(document_id=document_id)._raw_delete(using="default")
     with connection.cursor() as cursor:
+        counts = _TERM_COUNTS.format(sign=1, rows="c.document_id = %s")
         cursor.execute(
-            """
-            INSERT INTO knowledge_searchterm (document_id, lexeme, body_tf, title_tf, doc_length)
-            SELECT document_id, lexeme, body_tf, title_tf, SUM(body_tf) OVER ()
-            FROM (
-                SELECT c.document_id, t.lexeme,
-                       SUM(CASE WHEN c.ordinal >= 0 THEN COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
-                           AS body_tf,
-                       SUM(CASE WHEN c.ordinal < 0 THEN COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
-                           AS title_tf
-                FROM knowledge_searchchunk c, unnest(c.search_vector) t
-                WHERE c.document_id = %s AND length(t.lexeme) <= 255
-                GROUP BY c.document_id, t.lexeme
-            ) terms
-            """,
-            [document.pk],
+            "INSERT INTO knowledge_searchterm (document_id, lexeme, body_tf, title_tf, doc_length) "
+            f"SELECT %s, lexeme, body_tf, title_tf, %s FROM ({counts}) t",
+            [document_id, length, document_id],
+        )
+
+
+def _update_terms(document_id: UUID, *, added_ids: list[int], removed_ids: list[int], length: int) -> None:
+    """PostgreSQL: apply what added and removed chunks change to the term rows (call while both
+    are still stored), then set the document length where it moved."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        if added_ids or removed_ids:
+            sign = "(CASE WHEN c.id = ANY(%s::bigint[]) THEN 1 ELSE -1 END)"
+            delta = _TERM_COUNTS.format(sign=sign, rows="c.id = ANY(%s::bigint[])")
+            cursor.execute(
+                f"""
+                WITH delta AS ({delta}),
+                old AS (
+                    DELETE FROM knowledge_searchterm s
+                    WHERE s.document_id = %s AND s.lexeme IN (
+                        SELECT lexeme FROM delta WHERE body_tf <> 0 OR title_tf <> 0
+                    )
+                    RETURNING s.lexeme, s.body_tf, s.title_tf
+                )
+                INSERT INTO knowledge_searchterm (document_id, lexeme, body_tf, title_tf, doc_length)
+                SELECT %s, d.lexeme, COALESCE(old.body_tf, 0) + d.body_tf, COALESCE(old.title_tf, 0) + d.title_tf, %s
+                FROM delta d LEFT JOIN old ON old.lexeme = d.lexeme
+                WHERE (d.body_tf <> 0 OR d.title_tf <> 0)
+                  AND COALESCE(old.body_tf, 0) + d.body_tf + COALESCE(old.title_tf, 0) + d.title_tf > 0
+                """,
+                [added_ids, added_ids + removed_ids, document_id, document_id, length],
+            )
+        cursor.execute(
+            "UPDATE knowledge_searchterm SET doc_length = %s WHERE document_id = %s AND doc_length <> %s",
+            [length, document_id, length],
         )
 
 
@@ -351,7 +499,7 @@ def make_snippet(text: str, start_line: int, words: list[str], max_lines: int) -
 
 BM25_K1 = 1.2
 BM25_B = 0.75
-AVERAGE_LENGTH = 800.0  # words; BM25 is insensitive to the exact value at this scale
+AVERAGE_LENGTH = 800.0  # `term_length` units (~words); BM25 is insensitive to the exact value at this scale
 TITLE_WEIGHT = 8
 PROXIMITY_WINDOW = 200  # the top candidates that get the words-side-by-side bonus
 LIKE_ESCAPE = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})

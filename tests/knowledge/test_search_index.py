@@ -1,0 +1,147 @@
+"""The text index after edits: kept chunk rows, moved line numbers and term counts all match
+what indexing the content from scratch gives."""
+
+from __future__ import annotations
+
+import importlib
+import random
+
+import pytest
+from django.db import connection
+
+from knowledge import services
+from knowledge.models import SearchChunk, SearchTerm
+from knowledge.search import _TERM_COUNTS, HEADER_ORDINAL, _path_words, chunk_lines, term_length
+from workspaces.services import namespace_create
+
+pytestmark = pytest.mark.django_db
+
+WORDS = (
+    "cache",
+    "lease",
+    "shard",
+    "replica",
+    "quota",
+    "kernel",
+    "ledger",
+    "canary",
+    "router",
+    "digest",
+    "tenant",
+    "socket",
+)
+
+
+def _paragraphs(rng: random.Random, count: int) -> list[str]:
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 90))) for _ in range(count)]
+
+
+def _chunk_rows(document) -> list[tuple]:
+    return list(
+        SearchChunk.objects.filter(document=document)
+        .order_by("ordinal")
+        .values_list("ordinal", "start_line", "end_line", "title", "path_text", "text")
+    )
+
+
+def _expected_rows(document, content: str) -> list[tuple]:
+    header = (HEADER_ORDINAL, 1, 1, document.title, _path_words(document.path), "")
+    return [header] + [(i, start, end, "", "", text) for i, (start, end, text) in enumerate(chunk_lines(content))]
+
+
+def _term_rows(document) -> set[tuple]:
+    return set(SearchTerm.objects.filter(document=document).values_list("lexeme", "body_tf", "title_tf", "doc_length"))
+
+
+def _terms_from_scratch(document, content: str) -> set[tuple]:
+    """What a full rebuild computes from the stored chunks' tsvectors."""
+    with connection.cursor() as cursor:
+        cursor.execute(_TERM_COUNTS.format(sign=1, rows="c.document_id = %s"), [document.pk])
+        length = term_length(len(content))
+        return {(lexeme, body, title, length) for lexeme, body, title in cursor.fetchall()}
+
+
+def _assert_index_matches(document, content: str) -> None:
+    document.refresh_from_db()
+    assert _chunk_rows(document) == _expected_rows(document, content)
+    if connection.vendor == "postgresql":
+        assert _term_rows(document) == _terms_from_scratch(document, content)
+        assert _term_rows(document), "a document with words has term rows"
+    else:
+        assert not SearchTerm.objects.exists()  # SQLite ranks with FTS5 alone
+
+
+@pytest.fixture
+def namespace(alice):
+    return namespace_create(actor=alice.actor, slug="idx")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_edits_leave_the_index_equal_to_a_fresh_one(alice, namespace, seed):
+    rng = random.Random(seed)
+    paragraphs = _paragraphs(rng, 60)
+    content = "# Start\n\n" + "\n\n".join(paragraphs)
+    document = services.document_create(actor=alice.actor, namespace=namespace, path="notes/log.md", content=content)
+    _assert_index_matches(document, content)
+    for step in range(12):
+        lines = content.split("\n")
+        roll = rng.random()
+        at = rng.randrange(len(lines))
+        if roll < 0.3:
+            lines[at:at] = ["", *_paragraphs(rng, rng.randint(1, 3))]  # insert paragraphs
+        elif roll < 0.5:
+            del lines[at : at + rng.randint(1, 6)]  # delete some lines
+        elif roll < 0.75:
+            lines[at] = lines[at] + " " + rng.choice(WORDS)  # change one line in place
+        elif roll < 0.9:
+            lines.append(rng.choice(WORDS) * 2)  # a new, unseen word at the end
+        else:
+            lines = lines[: len(lines) // 2]  # truncate
+        content = "\n".join(lines) or "empty"
+        current = document.current_version.number if step == 0 else None
+        document = services.document_revise(
+            actor=alice.actor, document_id=document.pk, content=content, expected_version=current
+        )
+        _assert_index_matches(document, content)
+    services.document_update(actor=alice.actor, document_id=document.pk, changes={"title": "Renamed ledger"})
+    _assert_index_matches(document, content)
+    services.document_update(actor=alice.actor, document_id=document.pk, changes={"path": "archive/old-log.md"})
+    _assert_index_matches(document, content)
+
+
+def test_an_edit_in_the_middle_keeps_almost_every_chunk_row(alice, namespace):
+    rng = random.Random(7)
+    paragraphs = _paragraphs(rng, 300)
+    content = "\n\n".join(paragraphs)
+    document = services.document_create(actor=alice.actor, namespace=namespace, path="big.md", content=content)
+    before = set(SearchChunk.objects.filter(document=document).values_list("id", flat=True))
+    paragraphs[150] += " an added sentence that shifts nothing else"
+    paragraphs.insert(100, "A new paragraph.\nOn two lines.")
+    content = "\n\n".join(paragraphs)
+    services.document_revise(actor=alice.actor, document_id=document.pk, content=content)
+    after = set(SearchChunk.objects.filter(document=document).values_list("id", flat=True))
+    assert len(before) > 40
+    assert len(before & after) >= len(before) - 6  # only the edited neighbourhoods were re-indexed
+    _assert_index_matches(document, content)
+
+
+def test_whole_document_edits_still_search_correctly(http, alice, namespace):
+    rng = random.Random(11)
+    content = "\n\n".join(_paragraphs(rng, 40))
+    document = services.document_create(actor=alice.actor, namespace=namespace, path="swap.md", content=content)
+    services.document_revise(actor=alice.actor, document_id=document.pk, content="zanzibar quoll\n\nnothing else")
+    found = http.as_(alice).get("/kb/search", params={"q": "zanzibar"}).json()
+    assert [hit["document"]["id"] for hit in found["data"]] == [str(document.pk)]
+    gone = http.as_(alice).get("/kb/search", params={"q": '"kernel ledger"'}).json()
+    assert gone["total"] == 0
+    _assert_index_matches(document, "zanzibar quoll\n\nnothing else")
+
+
+def test_migration_copy_of_term_length_matches():
+    migration = importlib.import_module("knowledge.migrations.0008_term_length_steps")
+    for size in [0, 1, 7, 8, 100, 6_000, 65_536, 1 << 20, 10 << 20]:
+        assert migration.term_length(size) == term_length(size)
+    sizes = range(1_000, 200_000, 37)
+    kept = sum(term_length(size) == term_length(size + 20) for size in sizes)
+    assert kept / len(sizes) > 0.97  # a small edit almost always keeps the length
+    assert term_length(6_000) < term_length(12_000)
