@@ -15,6 +15,7 @@ Only `build` imports Django; `measure` talks HTTP to 127.0.0.1 and nothing else.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import math
@@ -127,6 +128,7 @@ SCALES = {scale.name: scale for scale in (FULL, QUICK)}
 # --- markdown -----------------------------------------------------------------------------
 
 VOCABULARY = """
+    the a of to and in for with on when after before every each
     access agent alert api archive audit backend batch benchmark branch build cache canary cluster
     commit config consumer container cursor dashboard database deploy digest document endpoint event
     export feature fixture gateway graph handler health index ingest job kernel latency ledger lease
@@ -134,9 +136,29 @@ VOCABULARY = """
     partition patch payload pipeline policy pool profile proxy query queue quota range record release
     replica request retry revision role rollout router runbook schema scope search secret server
     service session shard snapshot socket storage stream task tenant thread token trace upgrade
-    version worker workspace the a of to and in for with on when after before every each
+    version worker workspace
     """
-WORDS = (*VOCABULARY.split(), "café", "naïve", "façade", "Zürich", "→", "≤")
+HEAD_WORDS = (*VOCABULARY.split(), "café", "naïve", "façade", "Zürich", "→", "≤")
+SYLLABLES = "ka lo mi nu per sa tor vi zen bar dul fen gri hol jas kem lun mor nax pil quo ras sel tam ul"
+
+
+def _tail_words(count: int) -> list[str]:
+    """Made-up words of two to four syllables, in a fixed order: the vocabulary's long tail."""
+    syllables = SYLLABLES.split()
+    rng = random.Random("vocabulary-tail")
+    head, found = set(HEAD_WORDS), dict[str, None]()
+    while len(found) < count:
+        word = "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4)))
+        if word not in head:
+            found[word] = None
+    return list(found)
+
+
+# Word frequencies follow Zipf's law (exponent 1.07) over 20,000 words, as in real prose: the
+# head words appear in nearly every document, the tail gives mid-frequency and rare terms
+# (search benchmarks pick one of each class by document frequency).
+WORDS = (*HEAD_WORDS, *_tail_words(20_000 - len(HEAD_WORDS)))
+WORD_WEIGHTS = tuple(itertools.accumulate(1 / (rank + 2) ** 1.07 for rank in range(len(WORDS))))
 TEAMS = ("platform", "payments", "search", "identity", "mobile", "data", "infra", "growth", "support", "security")
 FOLDERS = (
     "guides",
@@ -159,8 +181,11 @@ class Markdown:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
+    def word(self) -> str:
+        return self.rng.choices(WORDS, cum_weights=WORD_WEIGHTS)[0]
+
     def words(self, low: int, high: int) -> str:
-        return " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(low, high)))
+        return " ".join(self.rng.choices(WORDS, cum_weights=WORD_WEIGHTS, k=self.rng.randint(low, high)))
 
     def title(self) -> str:
         return self.words(2, 5).title()
@@ -169,9 +194,9 @@ class Markdown:
         words = self.words(6, 16).split()
         roll = self.rng.random()
         if roll < 0.15:
-            words[self.rng.randrange(len(words))] = f"`{self.rng.choice(WORDS)}_{self.rng.randint(1, 99)}`"
+            words[self.rng.randrange(len(words))] = f"`{self.word()}_{self.rng.randint(1, 99)}`"
         elif roll < 0.25:
-            words[self.rng.randrange(len(words))] = f"**{self.rng.choice(WORDS)}**"
+            words[self.rng.randrange(len(words))] = f"**{self.word()}**"
         text = " ".join(words)
         return text[0].upper() + text[1:] + "."
 
@@ -198,10 +223,10 @@ class Markdown:
         )
 
     def table(self) -> str:
-        columns = [self.rng.choice(WORDS) for _ in range(self.rng.randint(3, 5))]
+        columns = [self.word() for _ in range(self.rng.randint(3, 5))]
         rows = [f"| {' | '.join(columns)} |", f"|{'---|' * len(columns)}"]
         for _ in range(self.rng.randint(3, 10)):
-            cells = [self.rng.choice((self.rng.choice(WORDS), str(self.rng.randint(0, 9999)))) for _ in columns]
+            cells = [self.rng.choice((self.word(), str(self.rng.randint(0, 9999)))) for _ in columns]
             rows.append(f"| {' | '.join(cells)} |")
         return "\n".join(rows) + "\n\n"
 
@@ -209,7 +234,7 @@ class Markdown:
         language = self.rng.choice(LANGUAGES)
         lines = []
         for _ in range(self.rng.randint(3, 16)):
-            a, b, n = self.rng.choice(WORDS), self.rng.choice(WORDS), self.rng.randint(0, 999)
+            a, b, n = self.word(), self.word(), self.rng.randint(0, 999)
             lines.append(
                 {
                     "python": f"{a}_{n} = {b}.get({a!r}, {n})",
@@ -326,7 +351,7 @@ class Corpus:
         md = Markdown(rng)
         head = ""
         if spec.frontmatter:
-            tags = f"[{rng.choice(WORDS)}, {rng.choice(TEAMS)}]"
+            tags = f"[{rng.choice(HEAD_WORDS)}, {rng.choice(TEAMS)}]"
             head = f"---\ntags: {tags}\nreviewed: 2024-05-{rng.randint(1, 28):02d}\n---\n\n"
         head += f"# {spec.title}\n\n{md.paragraph()}"
         siblings = self.by_namespace[spec.namespace]

@@ -7,7 +7,8 @@
 # (var/bench/mcp-<backend>.json).
 # On PostgreSQL the semantic benchmark runs on the same corpus (var/bench/semantic-postgres.json).
 # Usage: bench/run.sh [--quick] [sqlite|postgres ...]   (BENCH_KEEP_DB=1 keeps the SQLite file)
-# BENCH_PARTS picks what runs (default: "core semantic transfer render mcp").
+# Text search is measured on the same server right after the core operations (var/bench/search-<backend>.json).
+# BENCH_PARTS picks what runs (default: "core search semantic transfer render mcp"; search needs core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -23,7 +24,7 @@ for arg in "$@"; do
   esac
 done
 [[ ${#BACKENDS[@]} -gt 0 ]] || BACKENDS=(sqlite postgres)
-PARTS=" ${BENCH_PARTS:-core semantic transfer render mcp} "
+PARTS=" ${BENCH_PARTS:-core search semantic transfer render mcp} "
 part() { [[ "$PARTS" == *" $1 "* ]]; }
 
 export DJANGO_SETTINGS_MODULE=config.settings.local DEBUG=false LOG_LEVEL=WARNING
@@ -157,6 +158,10 @@ run_backend() {
     tail -n 15 "$log" >&2
     return 1
   fi
+  if part search; then
+    run_child "$BIN/python" -m bench.search_bench --url "http://127.0.0.1:$port" --state "$state" \
+      --out "$OUT/search-$backend$SUFFIX.json" >"$WORK/search-report-$backend.md" || return 1
+  fi
   cp "$log" "$OUT/gunicorn-$backend$SUFFIX.log"
   [[ ! -f "$WORK/worker-$backend.log" ]] || cp "$WORK/worker-$backend.log" "$OUT/worker-$backend$SUFFIX.log"
   stop_gunicorn
@@ -185,6 +190,9 @@ done
 
 echo
 [[ ${#files[@]} -eq 0 ]] || "$BIN/python" -m bench.knowledge_bench report "${files[@]}"
+for report in "$WORK"/search-report-*.md; do
+  [[ ! -s "$report" ]] || cat "$report"
+done
 [[ ! -s "$WORK/semantic-report.md" ]] || { echo; cat "$WORK/semantic-report.md"; }
 echo "Raw numbers: ${files[*]:-none}" >&2
 
