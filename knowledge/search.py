@@ -113,22 +113,20 @@ def _stored_chunks(document_id: UUID) -> list[tuple[int, int, int, int, str]]:
         return [(row[0], row[1], row[2], row[3], _chunk_key(*row[4:])) for row in cursor.fetchall()]
 
 
-def index_document(document: Document, content: str, *, rebuild: bool = False) -> None:
+def index_document(document: Document, content: str, *, from_scratch: bool = False) -> None:
     """Bring the document's chunks in line with its current content (same transaction).
 
     Rows whose text is unchanged are kept and only moved, so a save computes tsvectors, index
     entries and term counts for the chunks its edit touched, not for the whole document.
-    `rebuild` replaces every row instead (the reindex command's repair).
+    `from_scratch` writes every row anew: for a new document, and for the reindex command's repair.
     """
     header = _header(document)
     rows: list[ChunkRow] = [(HEADER_ORDINAL, 1, 1, header.title, header.path_text, "")] + [
         (i, start, end, "", "", text) for i, (start, end, text) in enumerate(chunk_lines(content))
     ]
     length = term_length(len(content))
-    if rebuild:
-        SearchChunk.objects.filter(document=document)._raw_delete(using="default")
-        _insert_chunks(document.pk, rows)
-        _rebuild_terms(document.pk, length)
+    if from_scratch:
+        _write_from_scratch(document.pk, rows, length)
         return
     stored: dict[str, list[tuple[int, int, int, int]]] = {}
     for chunk_id, ordinal, start, end, key in _stored_chunks(document.pk):
@@ -144,12 +142,21 @@ def index_document(document: Document, content: str, *, rebuild: bool = False) -
         if (ordinal, start, end) != row[:3]:
             moved.append((chunk_id, *row[:3]))
     removed = [match[0] for matches in stored.values() for match in matches]
+    if len(rows) - len(added) <= 1:  # at most the header kept: writing anew beats a delta
+        _write_from_scratch(document.pk, rows, length)
+        return
     added_ids = _insert_chunks(document.pk, added) if added else []
     _update_terms(document.pk, added_ids=added_ids, removed_ids=removed, length=length)
     if removed:
         SearchChunk.objects.filter(id__in=removed)._raw_delete(using="default")
     if moved:
         _move_chunks(moved)
+
+
+def _write_from_scratch(document_id: UUID, rows: list[ChunkRow], length: int) -> None:
+    SearchChunk.objects.filter(document_id=document_id)._raw_delete(using="default")
+    _insert_chunks(document_id, rows)
+    _rebuild_terms(document_id, length)
 
 
 def _move_chunks(moved: list[tuple[int, int, int, int]]) -> None:
@@ -207,18 +214,24 @@ def index_header(document: Document) -> None:
     SearchChunk.objects.filter(id__in=removed)._raw_delete(using="default")
 
 
-# PostgreSQL keeps per-document term counts (SearchTerm) for BM25. Counts are summed from the
-# chunks' tsvectors: body chunks give body_tf, the header gives title_tf.
+# PostgreSQL keeps per-document term counts (SearchTerm) for BM25, summed from the chunks'
+# tsvectors: body chunks give body_tf, the header gives title_tf. `{chunks}` selects
+# (ordinal, search_vector, sign) rows; a sign of -1 subtracts a chunk that is going away.
 _TERM_COUNTS = """
     SELECT t.lexeme,
-           SUM(CASE WHEN c.ordinal >= 0 THEN s.sign * COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
+           SUM(CASE WHEN c.ordinal >= 0 THEN c.sign * COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
                AS body_tf,
-           SUM(CASE WHEN c.ordinal < 0 THEN s.sign * COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
+           SUM(CASE WHEN c.ordinal < 0 THEN c.sign * COALESCE(array_length(t.positions, 1), 1) ELSE 0 END)
                AS title_tf
-    FROM knowledge_searchchunk c CROSS JOIN LATERAL (SELECT {sign} AS sign) s, unnest(c.search_vector) t
-    WHERE {rows} AND length(t.lexeme) <= 255
+    FROM ({chunks}) c, unnest(c.search_vector) t
+    WHERE length(t.lexeme) <= 255
     GROUP BY t.lexeme
 """
+_CHUNKS_OF_DOCUMENT = "SELECT ordinal, search_vector, 1 AS sign FROM knowledge_searchchunk WHERE document_id = %s"
+_CHUNKS_CHANGED = (
+    "SELECT ordinal, search_vector, 1 AS sign FROM knowledge_searchchunk WHERE id = ANY(%s::bigint[]) "
+    "UNION ALL SELECT ordinal, search_vector, -1 FROM knowledge_searchchunk WHERE id = ANY(%s::bigint[])"
+)
 LENGTH_STEP = 1.1
 
 
@@ -235,7 +248,7 @@ def _rebuild_terms(document_id: UUID, length: int) -> None:
         return
     SearchTerm.objects.filter(document_id=document_id)._raw_delete(using="default")
     with connection.cursor() as cursor:
-        counts = _TERM_COUNTS.format(sign=1, rows="c.document_id = %s")
+        counts = _TERM_COUNTS.format(chunks=_CHUNKS_OF_DOCUMENT)
         cursor.execute(
             "INSERT INTO knowledge_searchterm (document_id, lexeme, body_tf, title_tf, doc_length) "
             f"SELECT %s, lexeme, body_tf, title_tf, %s FROM ({counts}) t",
@@ -250,8 +263,7 @@ def _update_terms(document_id: UUID, *, added_ids: list[int], removed_ids: list[
         return
     with connection.cursor() as cursor:
         if added_ids or removed_ids:
-            sign = "(CASE WHEN c.id = ANY(%s::bigint[]) THEN 1 ELSE -1 END)"
-            delta = _TERM_COUNTS.format(sign=sign, rows="c.id = ANY(%s::bigint[])")
+            delta = _TERM_COUNTS.format(chunks=_CHUNKS_CHANGED)
             cursor.execute(
                 f"""
                 WITH delta AS ({delta}),
@@ -268,7 +280,7 @@ def _update_terms(document_id: UUID, *, added_ids: list[int], removed_ids: list[
                 WHERE (d.body_tf <> 0 OR d.title_tf <> 0)
                   AND COALESCE(old.body_tf, 0) + d.body_tf + COALESCE(old.title_tf, 0) + d.title_tf > 0
                 """,
-                [added_ids, added_ids + removed_ids, document_id, document_id, length],
+                [added_ids, removed_ids, document_id, document_id, length],
             )
         cursor.execute(
             "UPDATE knowledge_searchterm SET doc_length = %s WHERE document_id = %s AND doc_length <> %s",
@@ -323,11 +335,11 @@ def _pg_drop_empty(clauses: list[Clause]) -> list[Clause]:
 
 
 def _hit_select(clause: Clause, index: int) -> tuple[str, list[Any]]:
-    """SELECT document_id, chunk_id, clause, score for in-scope chunks matching one clause."""
+    """SELECT document_id, chunk_id, ordinal, clause, score for in-scope chunks matching one clause."""
     if connection.vendor == "postgresql":
         sql, params = _pg_clause(clause)
         return (
-            f"SELECT c.document_id AS document_id, c.id AS chunk_id, {index} AS clause, "
+            f"SELECT c.document_id AS document_id, c.id AS chunk_id, c.ordinal AS ordinal, {index} AS clause, "
             f"ts_rank(c.search_vector, q.query) AS score "
             f"FROM knowledge_searchchunk c, (SELECT {sql} AS query) q "
             f"WHERE c.search_vector @@ q.query AND c.document_id IN (SELECT id FROM scope)",
@@ -335,7 +347,8 @@ def _hit_select(clause: Clause, index: int) -> tuple[str, list[Any]]:
         )
     # `rank` is bm25 with the column weights set in migration 0003 (lower is better).
     return (
-        f"SELECT c.document_id AS document_id, c.id AS chunk_id, {index} AS clause, -f.rank AS score "
+        f"SELECT c.document_id AS document_id, c.id AS chunk_id, c.ordinal AS ordinal, {index} AS clause, "
+        "-f.rank AS score "
         f"FROM knowledge_search_fts f JOIN knowledge_searchchunk c ON c.id = f.rowid "
         f"WHERE knowledge_search_fts MATCH %s AND c.document_id IN (SELECT id FROM scope)",
         [_fts5_clause(clause)],
@@ -432,7 +445,11 @@ def run_search(*, query: ParsedQuery, scope_sql: str, scope_params: list[Any], l
 
 
 def _best_chunks(indexed: list[tuple[int, Clause]], ranked: list[RankedDocument]) -> dict[Any, SearchChunk]:
-    """For each hit, the body chunk that matches the most clauses (best score on ties)."""
+    """For each hit, the body chunk that matches the most clauses (best score on ties).
+
+    Chunks are chosen from the hit rows alone; only the chosen ones are read (a large document
+    can match in thousands of chunks).
+    """
     if not ranked:
         return {}
     ids = [r.document_id.hex if connection.vendor == "sqlite" else r.document_id for r in ranked]
@@ -440,29 +457,25 @@ def _best_chunks(indexed: list[tuple[int, Clause]], ranked: list[RankedDocument]
     scope = "SELECT id FROM knowledge_document WHERE id IN (" + ", ".join(["%s"] * len(ids)) + ")"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"WITH scope AS ({scope}) SELECT document_id, chunk_id, clause, score FROM ({hits_sql}) h",
+            f"WITH scope AS ({scope}) SELECT document_id, chunk_id, ordinal, clause, score FROM ({hits_sql}) h",
             [*ids, *hits_params],
         )
         rows = cursor.fetchall()
-    chunks = {
-        c.id: c
-        for c in SearchChunk.objects.filter(id__in={row[1] for row in rows}).only(
-            "id", "document_id", "ordinal", "start_line", "end_line", "text"
-        )
-    }
-    per_chunk: dict[int, tuple[set[int], float]] = {}
-    for _, chunk_id, clause, score in rows:
-        seen, total = per_chunk.get(chunk_id, (set(), 0.0))
+    per_chunk: dict[int, tuple[Any, int, set[int], float]] = {}
+    for document_id, chunk_id, ordinal, clause, score in rows:
+        _, _, seen, total = per_chunk.get(chunk_id, (document_id, ordinal, set(), 0.0))
         seen.add(clause)
-        per_chunk[chunk_id] = (seen, total + float(score))
-    best: dict[Any, tuple[tuple[int, int, float], SearchChunk]] = {}
-    for chunk_id, (seen, score) in per_chunk.items():
-        chunk = chunks[chunk_id]
-        key = (int(chunk.ordinal >= 0), len(seen), score)
-        current = best.get(chunk.document_id)
+        per_chunk[chunk_id] = (document_id, ordinal, seen, total + float(score))
+    best: dict[Any, tuple[tuple[int, int, float], int]] = {}
+    for chunk_id, (document_id, ordinal, seen, score) in per_chunk.items():
+        key = (int(ordinal >= 0), len(seen), score)
+        current = best.get(document_id)
         if current is None or key > current[0]:
-            best[chunk.document_id] = (key, chunk)
-    return {doc_id: chunk for doc_id, (_, chunk) in best.items()}
+            best[document_id] = (key, chunk_id)
+    chosen = SearchChunk.objects.filter(id__in=[chunk_id for _, chunk_id in best.values()]).only(
+        "id", "document_id", "ordinal", "start_line", "end_line", "text"
+    )
+    return {chunk.document_id: chunk for chunk in chosen}
 
 
 # --- snippets ------------------------------------------------------------------------------

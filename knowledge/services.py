@@ -213,7 +213,7 @@ def document_create(
             )
             document.current_version = version
             document.save(update_fields=["current_version"])
-            index_document(document, content)
+            index_document(document, content, from_scratch=True)
     except IntegrityError as exc:
         # A concurrent create won the partial unique index on (namespace, path).
         raise PathTaken(f"A document already exists at '{path}'.") from exc

@@ -11,7 +11,7 @@ from django.db import connection
 
 from knowledge import services
 from knowledge.models import SearchChunk, SearchTerm
-from knowledge.search import _TERM_COUNTS, HEADER_ORDINAL, _path_words, chunk_lines, term_length
+from knowledge.search import _CHUNKS_OF_DOCUMENT, _TERM_COUNTS, HEADER_ORDINAL, _path_words, chunk_lines, term_length
 from workspaces.services import namespace_create
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +56,7 @@ def _term_rows(document) -> set[tuple]:
 def _terms_from_scratch(document, content: str) -> set[tuple]:
     """What a full rebuild computes from the stored chunks' tsvectors."""
     with connection.cursor() as cursor:
-        cursor.execute(_TERM_COUNTS.format(sign=1, rows="c.document_id = %s"), [document.pk])
+        cursor.execute(_TERM_COUNTS.format(chunks=_CHUNKS_OF_DOCUMENT), [document.pk])
         length = term_length(len(content))
         return {(lexeme, body, title, length) for lexeme, body, title in cursor.fetchall()}
 
@@ -145,3 +145,16 @@ def test_migration_copy_of_term_length_matches():
     kept = sum(term_length(size) == term_length(size + 20) for size in sizes)
     assert kept / len(sizes) > 0.97  # a small edit almost always keeps the length
     assert term_length(6_000) < term_length(12_000)
+
+
+def test_reindex_command_repairs_drifted_rows(alice, namespace):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    content = "\n\n".join(_paragraphs(random.Random(3), 30))
+    document = services.document_create(actor=alice.actor, namespace=namespace, path="drift.md", content=content)
+    SearchChunk.objects.filter(document=document, ordinal=2).update(start_line=999)
+    SearchTerm.objects.filter(document=document).update(body_tf=1)
+    call_command("kb_reindex_search", "--namespace", namespace.slug, stdout=StringIO())
+    _assert_index_matches(document, content)

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         count = 0
         for document in documents.iterator(chunk_size=200):
             with transaction.atomic():
-                index_document(document, document.current_version.content, rebuild=True)
+                index_document(document, document.current_version.content, from_scratch=True)
             count += 1
             if count % 500 == 0:
                 self.stderr.write(f"indexed {count} documents")
