@@ -85,6 +85,7 @@ FULL = Scale(
         "create": (150, 300),
         "revise_64k": (100, 200),
         "revise_1m": (20, 24),
+        "rewrite_10m": (3, 4),
         "revise_10m": (3, 4),
         "outline_10m": (100, 200),
         "section_10m": (100, 200),
@@ -114,6 +115,7 @@ QUICK = Scale(
         "create": (50, 100),
         "revise_64k": (40, 80),
         "revise_1m": (6, 8),
+        "rewrite_10m": (2, 4),
         "revise_10m": (2, 4),
         "outline_10m": (60, 120),
         "section_10m": (60, 120),
@@ -729,11 +731,27 @@ class Bench:
 
         return Operation("create", "create (2 KiB)", call, 50)
 
-    def _revise(self, key: str, label: str, size: int, documents: list[str], target: float, warmup: int) -> Operation:
-        """Each client revises its own document, passing the version it last saw."""
+    def _revise(
+        self,
+        key: str,
+        label: str,
+        size: int,
+        documents: list[str],
+        target: float,
+        warmup: int,
+        *,
+        rewrite: bool = False,
+    ) -> Operation:
+        """Each client revises its own document, passing the version it last saw.
+
+        A revise changes the first line of the same body each time (an edit); with `rewrite`,
+        each save swaps in the other of two unrelated bodies, so every chunk is new.
+        """
         header_width = len(self._revise_header(0, 0))
-        rng = random.Random(f"{SEED}:revise:{size}")
-        tail = _escape(self.corpus.compose(rng, size - header_width, ""))
+        bodies = [
+            _escape(self.corpus.compose(random.Random(f"{SEED}:{variant}:{size}"), size - header_width, ""))
+            for variant in (("revise", "rewrite") if rewrite else ("revise",))
+        ]
         counters = [0] * len(documents)
         admin = self.state["tokens"]["admin"]
         for document_id in documents:
@@ -743,6 +761,7 @@ class Bench:
             counters[client] += 1
             document_id = documents[client]
             head = b'{"expected_version": %d, "change_summary": "bench", "content": "' % self.versions[document_id]
+            tail = bodies[counters[client] % len(bodies)]
             body = head + _escape(self._revise_header(client, counters[client])) + tail + b'"}'
             return Call("POST", f"/kb/documents/{document_id}/revise", admin, body)
 
@@ -808,6 +827,7 @@ class Bench:
     def operations(self) -> list[Operation]:
         tokens, revise_ids = self.state["tokens"], self.state["revise_ids"]
         clients = max(CLIENT_COUNTS)
+        largest = revise_ids[2 * clients :]
         return [
             Operation("get", "get", self._cycle(self.state["get_ids"], "/kb/documents/{id}", tokens["admin"]), 25, 5),
             self._list("list_admin", "list 50 (admin, all)", "admin"),
@@ -823,7 +843,8 @@ class Bench:
             self._create(),
             self._revise("revise_64k", "revise 64 KiB", 64 * KIB, revise_ids[0:clients], 50, 3),
             self._revise("revise_1m", "revise 1 MiB", MIB, revise_ids[clients : 2 * clients], 1_000, 1),
-            self._revise("revise_10m", "revise 10 MiB", LARGEST_CONTENT_BYTES, revise_ids[2 * clients :], 3_000, 0),
+            self._revise("rewrite_10m", "rewrite 10 MiB", LARGEST_CONTENT_BYTES, largest, 3_000, 0, rewrite=True),
+            self._revise("revise_10m", "revise 10 MiB", LARGEST_CONTENT_BYTES, largest, 3_000, 1),
             *self._large_document_reads(revise_ids[2 * clients]),
             self._list("list_admin_after_writes", "list 50 (admin) after saves", "admin"),
         ]
