@@ -319,32 +319,9 @@ def _pg_clause(clause: Clause) -> tuple[str, list[str]]:
     return "(" + " || ".join(sql for sql, _ in parts) + ")", [p for _, params in parts for p in params]
 
 
-def _pg_drop_empty(clauses: list[Clause]) -> list[Clause]:
-    """PostgreSQL drops stop words; a clause left with no lexemes can never match."""
-    if not clauses:
-        return clauses
-    selects, params = [], []
-    for clause in clauses:
-        sql, clause_params = _pg_clause(clause)
-        selects.append(f"numnode({sql})")
-        params.extend(clause_params)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(selects), params)
-        counts = cursor.fetchone()
-    return [clause for clause, count in zip(clauses, counts, strict=True) if count]
-
-
 def _hit_select(clause: Clause, index: int) -> tuple[str, list[Any]]:
-    """SELECT document_id, chunk_id, ordinal, clause, score for in-scope chunks matching one clause."""
-    if connection.vendor == "postgresql":
-        sql, params = _pg_clause(clause)
-        return (
-            f"SELECT c.document_id AS document_id, c.id AS chunk_id, c.ordinal AS ordinal, {index} AS clause, "
-            f"ts_rank(c.search_vector, q.query) AS score "
-            f"FROM knowledge_searchchunk c, (SELECT {sql} AS query) q "
-            f"WHERE c.search_vector @@ q.query AND c.document_id IN (SELECT id FROM scope)",
-            params,
-        )
+    """SELECT document_id, chunk_id, ordinal, clause, score for in-scope chunks matching one clause
+    (SQLite; PostgreSQL ranks through the term table)."""
     # `rank` is bm25 with the column weights set in migration 0003 (lower is better).
     return (
         f"SELECT c.document_id AS document_id, c.id AS chunk_id, c.ordinal AS ordinal, {index} AS clause, "
@@ -379,16 +356,14 @@ class SearchResult:
     relaxed: bool
 
 
-def _plan(query: ParsedQuery) -> tuple[list[Clause], list[Clause], list[tuple[int, Clause]]]:
-    clauses, excluded = query.clauses, query.excluded
-    if connection.vendor == "postgresql":
-        clauses, excluded = _pg_drop_empty(clauses), _pg_drop_empty(excluded)
+def _with_proximity(clauses: list[Clause], relaxed: bool) -> list[tuple[int, Clause]]:
+    """The clauses by index, plus (for a relaxed query of several words) the words side by side,
+    which earn a bonus, not extra coverage."""
     indexed = list(enumerate(clauses))
-    if query.relaxed and len(clauses) >= 2:
-        # Documents with the words side by side earn a bonus, not extra coverage.
+    if relaxed and len(clauses) >= 2:
         words = tuple(w for c in clauses for w in c.alternatives[0].words)
         indexed.append((PROXIMITY_CLAUSE, Clause((Term(words),))))
-    return clauses, excluded, indexed
+    return indexed
 
 
 def run_search(*, query: ParsedQuery, scope_sql: str, scope_params: list[Any], limit: int, offset: int) -> SearchResult:
@@ -398,19 +373,13 @@ def run_search(*, query: ParsedQuery, scope_sql: str, scope_params: list[Any], l
     """
     if connection.vendor == "postgresql":
         return pg_run_search(query=query, scope_sql=scope_sql, scope_params=scope_params, limit=limit, offset=offset)
-    clauses, excluded, indexed = _plan(query)
+    clauses, excluded = query.clauses, query.excluded
+    indexed = _with_proximity(clauses, query.relaxed)
     if not clauses:
         return SearchResult(total=0, ranked=[], best_chunks={}, relaxed=query.relaxed)
     hits_sql, hits_params = _union(indexed)
     required = 1 if query.relaxed else len(clauses)
-    if connection.vendor == "postgresql":
-        # ts_rank knows nothing of how rare a word is; weigh each clause by its idf.
-        per_clause = (
-            "SELECT document_id, clause, MAX(score) * LN(1 + (SELECT COUNT(*) FROM scope)::float "
-            "/ COUNT(*) OVER (PARTITION BY clause)) AS score FROM hits GROUP BY document_id, clause"
-        )
-    else:
-        per_clause = "SELECT document_id, clause, MAX(score) AS score FROM hits GROUP BY document_id, clause"
+    per_clause = "SELECT document_id, clause, MAX(score) AS score FROM hits GROUP BY document_id, clause"
     exclusion, excluded_params = "", []
     if excluded:
         excluded_sql, excluded_params = _union(list(enumerate(excluded)))
@@ -452,7 +421,7 @@ def _best_chunks(indexed: list[tuple[int, Clause]], ranked: list[RankedDocument]
     """
     if not ranked:
         return {}
-    ids = [r.document_id.hex if connection.vendor == "sqlite" else r.document_id for r in ranked]
+    ids = [r.document_id.hex for r in ranked]
     hits_sql, hits_params = _union(indexed)
     scope = "SELECT id FROM knowledge_document WHERE id IN (" + ", ".join(["%s"] * len(ids)) + ")"
     with connection.cursor() as cursor:
@@ -515,6 +484,9 @@ BM25_B = 0.75
 AVERAGE_LENGTH = 800.0  # `term_length` units (~words); BM25 is insensitive to the exact value at this scale
 TITLE_WEIGHT = 8
 PROXIMITY_WINDOW = 200  # the top candidates that get the words-side-by-side bonus
+BEST_CHUNK_CANDIDATES = 64  # the matching chunks of one hit, in document order, that compete for its snippet
+BEST_CHUNK_SCAN_ORDINALS = 128  # first look for them among a document's opening chunks (~250 KB of text)
+PHRASE_CANDIDATES_CHECKED_ONE_BY_ONE = 150  # above this, a phrase is found through the GIN index
 LIKE_ESCAPE = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
 
 
@@ -575,18 +547,24 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]]) -> tuple[str, list[
     lexemes = sorted({lex for word in term.words for lex in stems.get(word, [])})
     if not lexemes:
         return None
-    sql = (
-        f"SELECT t.document_id, SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme = ANY(%s)')}) t, n "
-        f"WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id"
+    scored = f"SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme = ANY(%s)')}) t, n"
+    in_scope = "WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id"
+    if not term.is_phrase:
+        return f"SELECT t.document_id, {scored} {in_scope}", [lexemes]
+    # The candidates hold every word; only the chunks know which hold them in order. A few
+    # candidates: check each one's chunks. Many: one GIN pass finds every chunk with the phrase
+    # (checking thousands of documents one by one reads all their chunks). CASE runs that pass
+    # lazily, at most once.
+    phrase = " ".join(term.words)
+    return (
+        f"SELECT document_id, score FROM (SELECT t.document_id, COUNT(*) OVER () AS candidates, {scored} "
+        f"{in_scope} HAVING COUNT(DISTINCT t.lexeme) = %s) p WHERE CASE WHEN p.candidates > %s "
+        "THEN p.document_id = ANY(ARRAY(SELECT c.document_id FROM knowledge_searchchunk c "
+        "WHERE c.search_vector @@ phraseto_tsquery('english', %s))) "
+        "ELSE EXISTS (SELECT 1 FROM knowledge_searchchunk c WHERE c.document_id = p.document_id "
+        "AND c.search_vector @@ phraseto_tsquery('english', %s)) END",
+        [lexemes, len(lexemes), PHRASE_CANDIDATES_CHECKED_ONE_BY_ONE, phrase, phrase],
     )
-    params: list[Any] = [lexemes]
-    if term.is_phrase:
-        sql += (
-            " HAVING COUNT(DISTINCT t.lexeme) = %s AND EXISTS (SELECT 1 FROM knowledge_searchchunk c "
-            "WHERE c.document_id = t.document_id AND c.search_vector @@ phraseto_tsquery('english', %s))"
-        )
-        params += [len(lexemes), " ".join(term.words)]
-    return sql, params
 
 
 def _pg_clause_select(clause: Clause, index: int, stems: dict[str, list[str]]) -> tuple[str, list[Any]] | None:
@@ -610,10 +588,12 @@ def pg_run_search(
     )
     stems = dict(zip(words, _lexemes(words), strict=True))
     selects: list[tuple[str, list[Any]]] = []
+    matchable: list[Clause] = []
     for index, clause in enumerate(query.clauses):
         part = _pg_clause_select(clause, index, stems)
         if part:
             selects.append(part)
+            matchable.append(clause)
     if not selects:
         return SearchResult(total=0, ranked=[], best_chunks={}, relaxed=query.relaxed)
     required = 1 if query.relaxed else len(selects)
@@ -639,7 +619,7 @@ def pg_run_search(
         proximity_params = [PROXIMITY_WINDOW, len(selects), phrase]
     base = f"""
         WITH scope AS ({scope_sql}),
-        n AS (SELECT COUNT(*)::float AS docs FROM knowledge_document),
+        n AS MATERIALIZED (SELECT COUNT(*)::float AS docs FROM knowledge_document),
         per_clause AS ({clause_sql}),
         per_doc AS (
             SELECT document_id, COUNT(*) AS coverage, SUM(score) AS score FROM per_clause GROUP BY document_id
@@ -666,5 +646,54 @@ def pg_run_search(
             cursor.execute(base + " SELECT COUNT(*) FROM ranked", params)
             total = cursor.fetchone()[0]
     ranked = [RankedDocument(document_id=UUID(str(r[0])), coverage=int(r[1]), score=float(r[2])) for r in rows]
-    _, _, indexed = _plan(query)
-    return SearchResult(total=total, ranked=ranked, best_chunks=_best_chunks(indexed, ranked), relaxed=query.relaxed)
+    best_chunks = _pg_best_chunks(_with_proximity(matchable, query.relaxed), ranked)
+    return SearchResult(total=total, ranked=ranked, best_chunks=best_chunks, relaxed=query.relaxed)
+
+
+def _pg_best_chunks(indexed: list[tuple[int, Clause]], ranked: list[RankedDocument]) -> dict[Any, SearchChunk]:
+    """For each hit, the body chunk that matches the most clauses (best rank on ties), among its
+    first matching chunks: a large document can match in thousands of chunks.
+
+    The first pass looks only at the opening chunks of each document, so a hit with thousands of
+    chunks costs no more than a small one; the few hits that match only further down get a second.
+    """
+    if not ranked:
+        return {}
+    ids = [r.document_id for r in ranked]
+    best = _pg_first_matching_chunks(indexed, ids, below_ordinal=BEST_CHUNK_SCAN_ORDINALS)
+    missing = [document_id for document_id in ids if document_id not in best]
+    if missing:
+        best.update(_pg_first_matching_chunks(indexed, missing, below_ordinal=None))
+    return best
+
+
+def _pg_first_matching_chunks(
+    indexed: list[tuple[int, Clause]], ids: list[Any], *, below_ordinal: int | None
+) -> dict[Any, SearchChunk]:
+    # The queries are written out where they are used: as constants the planner can weigh a rare
+    # word (through the GIN index) against a common one (this document's chunks in order).
+    queries = [_pg_clause(clause) for _, clause in indexed]
+    any_clause = " || ".join(sql for sql, _ in queries)
+    any_params = [p for _, params in queries for p in params]
+    coverage = " + ".join(f"(h.search_vector @@ {sql})::int" for sql, _ in queries)
+    if below_ordinal is None:
+        # The few hits that match only far down: their matching chunks straight from the GIN index.
+        candidates = f"""SELECT c.id, c.document_id, c.ordinal, c.start_line, c.end_line, c.text, c.search_vector
+            FROM knowledge_searchchunk c WHERE c.document_id = ANY(%s) AND c.search_vector @@ ({any_clause})"""
+        candidate_params = [ids, *any_params]
+    else:
+        candidates = f"""SELECT c.id, c.document_id, c.ordinal, c.start_line, c.end_line, c.text, c.search_vector
+            FROM unnest(%s::uuid[]) AS d(id) CROSS JOIN LATERAL (
+                SELECT * FROM knowledge_searchchunk c
+                WHERE c.document_id = d.id AND c.ordinal < %s AND c.search_vector @@ ({any_clause})
+                ORDER BY c.ordinal LIMIT %s
+            ) c"""
+        candidate_params = [ids, below_ordinal, *any_params, BEST_CHUNK_CANDIDATES]
+    chunks = SearchChunk.objects.raw(
+        f"""SELECT DISTINCT ON (h.document_id) h.id, h.document_id, h.ordinal, h.start_line, h.end_line, h.text
+        FROM ({candidates}) h
+        ORDER BY h.document_id, h.ordinal >= 0 DESC, {coverage} DESC, ts_rank(h.search_vector, {any_clause}) DESC,
+            h.ordinal""",
+        [*candidate_params, *any_params, *any_params],
+    )
+    return {chunk.document_id: chunk for chunk in chunks}

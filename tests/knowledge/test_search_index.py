@@ -9,7 +9,7 @@ import random
 import pytest
 from django.db import connection
 
-from knowledge import services
+from knowledge import search, services
 from knowledge.models import SearchChunk, SearchTerm
 from knowledge.search import _CHUNKS_OF_DOCUMENT, _TERM_COUNTS, HEADER_ORDINAL, _path_words, chunk_lines, term_length
 from workspaces.services import namespace_create
@@ -158,3 +158,42 @@ def test_reindex_command_repairs_drifted_rows(alice, namespace):
     SearchTerm.objects.filter(document=document).update(body_tf=1)
     call_command("kb_reindex_search", "--namespace", namespace.slug, stdout=StringIO())
     _assert_index_matches(document, content)
+
+
+def test_snippet_comes_from_a_match_far_down_a_large_document(http, alice, namespace):
+    """Snippets look at a document's opening chunks first; a match beyond them still gets one."""
+    rng = random.Random(5)
+    paragraphs = _paragraphs(rng, 600)
+    paragraphs[-2] += " zanzibar quoll"
+    content = "\n\n".join(paragraphs)
+    document = services.document_create(actor=alice.actor, namespace=namespace, path="long.md", content=content)
+    services.document_create(actor=alice.actor, namespace=namespace, path="short.md", content="zanzibar early\n\nrest")
+    assert SearchChunk.objects.filter(document=document).count() > search.BEST_CHUNK_SCAN_ORDINALS
+    found = http.as_(alice).get("/kb/search", params={"q": "zanzibar quoll"}).json()
+    hits = {hit["document"]["path"]: hit["snippet"] for hit in found["data"]}
+    assert set(hits) == {"long.md", "short.md"}
+    assert "zanzibar quoll" in hits["long.md"]["text"]
+    line = content.split("\n").index(paragraphs[-2]) + 1
+    assert hits["long.md"]["start_line"] == line
+    assert hits["short.md"]["start_line"] == 1
+
+
+@pytest.mark.parametrize("one_by_one", [0, 10_000])
+def test_phrases_match_the_same_documents_either_way_they_are_checked(http, alice, namespace, monkeypatch, one_by_one):
+    """PostgreSQL checks a phrase's candidates one by one or with one pass over the GIN index,
+    depending on how many there are; both find exactly the documents with the words in order."""
+    monkeypatch.setattr(search, "PHRASE_CANDIDATES_CHECKED_ONE_BY_ONE", one_by_one)
+    rng = random.Random(8)
+    expected = set()
+    for i in range(12):
+        filler = _paragraphs(rng, 3)
+        if i % 3 == 0:
+            filler[1] += " walrus opal"  # the phrase, not always in the first chunk
+            expected.add(f"p{i}.md")
+        else:
+            filler[0] += " opal"
+            filler[2] += " walrus"
+        services.document_create(actor=alice.actor, namespace=namespace, path=f"p{i}.md", content="\n\n".join(filler))
+    found = http.as_(alice).get("/kb/search", params={"q": '"walrus opal"', "limit": 100}).json()
+    assert {hit["document"]["path"] for hit in found["data"]} == expected
+    assert found["total"] == len(expected)
