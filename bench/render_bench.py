@@ -49,6 +49,7 @@ def _inputs() -> dict[str, str]:
         "README x N, 1 MiB": (readme * (MIB // len(readme) + 1))[:MIB],
         "bracket flood, 60 KB": "[x " * 20_000,
         "dense emphasis, 1 MiB": "\n\n".join(["*a* " * 500] * 520),
+        "pasted HTML table, 1 MiB": ("<table>\n" + "<tr><td>cell</td><td>value</td></tr>\n" * 30_000)[:MIB],
     }
 
 

@@ -39,6 +39,7 @@ from django.core.cache import cache
 from markdown.extensions import Extension
 from markdown.extensions.toc import slugify_unicode, unique
 from markdown.inlinepatterns import InlineProcessor
+from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import InlineProcessor as InlineTreeprocessor
 from markdown.treeprocessors import Treeprocessor, UnescapeTreeprocessor
 from markdown.util import HTML_PLACEHOLDER_RE, AtomicString
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from knowledge.models import Document, DocumentVersion
     from workspaces.access import Actor
 
-RENDERER_VERSION = "2"  # part of the cache key: bump when the output changes
+RENDERER_VERSION = "3"  # part of the cache key: bump when the output changes
 READER_PREFIX = "/ui/kb/"
 DOCUMENT_LINK_PREFIX = "/ui/doc/"
 MERMAID_MAX_CHARS = 50_000  # mermaid's own maxTextSize; bigger diagrams are shown as code
@@ -96,7 +97,7 @@ class Rendered:
     html: str
     headings: tuple[Heading, ...] = ()
     document_ids: frozenset[str] = field(default_factory=frozenset)
-    degraded: bool = False  # too much inline markup: part of the text is shown plain
+    degraded: bool = False  # too much markup: part of the text is shown plain, or raw HTML inline
 
     @property
     def has_mermaid(self) -> bool:
@@ -337,10 +338,15 @@ BRACKET_TOKEN = re.compile(r"\]\(|[\[\]()]")
 # scanning per document, bracket-heavy text is shown without link parsing instead.
 BRACKET_SCAN_BUDGET = 2_000_000
 # Python-Markdown spends 15-50 µs per inline element. Trigger characters are weighted by what
-# they cost (about 15 µs a unit); past the budget a document's remaining text is shown without
-# inline markup (worst case about 2.5 s). 1 MiB of this project's README weighs 56 000 units.
-INLINE_TRIGGER_WEIGHTS = {"@": 4, "[": 3, "<": 2, "://": 3, "www.": 3}
-INLINE_TRIGGER_BUDGET = 110_000
+# they cost (10-15 µs a unit); past the budget a document's remaining text is shown without
+# inline markup, so 1 MiB of dense markup renders in about a second. 1 MiB of this project's
+# README weighs about 48 000 units and renders in full.
+INLINE_TRIGGER_WEIGHTS = {"@": 4, "[": 3, "<": 2, "  \n": 2, "://": 3, "www.": 3}
+INLINE_TRIGGER_BUDGET = 80_000
+# Python-Markdown looks for raw HTML blocks by running `html.parser` over the whole text outside
+# fenced code, about 10 µs a tag (1 MiB of pasted HTML took 1.2 s). Past this many `<` that scan is
+# skipped: the tags are still handled inline and sanitized, but block-level HTML is not kept whole.
+RAW_HTML_BLOCK_SCAN_MAX_TAGS = 20_000
 
 
 def bracket_scan_cost(data: str) -> int:
@@ -431,6 +437,22 @@ class FastInlineTreeprocessor(InlineTreeprocessor):
         return data
 
 
+class BoundedHtmlBlockPreprocessor(Preprocessor):
+    """Python-Markdown's raw-HTML block pass, skipped (and the render marked degraded) past
+    RAW_HTML_BLOCK_SCAN_MAX_TAGS tags."""
+
+    def __init__(self, md: markdown.Markdown, stock: Preprocessor) -> None:
+        super().__init__(md)
+        self.stock = stock
+        self.skipped = False
+
+    def run(self, lines: list[str]) -> list[str]:
+        if sum(line.count("<") for line in lines) > RAW_HTML_BLOCK_SCAN_MAX_TAGS:
+            self.skipped = True
+            return lines
+        return self.stock.run(lines)
+
+
 def _linear_reassemble(self: Any, lines: list[str]) -> list[str]:
     """SuperFences' reassemble, without rebuilding the whole line list once per fence."""
     if not self.stack:
@@ -451,6 +473,7 @@ class ReaderExtension(Extension):
 
     def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802
         md.registerExtension(self)
+        md.kb_reader = self
         pattern = r"(?<!\\)\$\$(?!\s)((?:\\.|[^\\$\x02\x03])+?)(?<!\s)\$\$"
         md.inlinePatterns.register(InlineDisplayMath(pattern, md), "kb-display-math", 189.95)
         self.inline = FastInlineTreeprocessor(md)
@@ -458,11 +481,18 @@ class ReaderExtension(Extension):
         md.treeprocessors.register(self.inline, "inline", 20)
         fences = md.preprocessors["fenced_code_block"]
         fences.reassemble = types.MethodType(_linear_reassemble, fences)
+        self.html_blocks = BoundedHtmlBlockPreprocessor(md, md.preprocessors["html_block"])
+        md.preprocessors.register(self.html_blocks, "html_block", 20)
         # After inline patterns (20) and task lists (25), before unescaping (0).
         md.treeprocessors.register(ReaderTreeprocessor(md), "kb-reader", 15)
 
     def reset(self) -> None:
         self.inline.reset_budgets()
+        self.html_blocks.skipped = False
+
+    @property
+    def degraded(self) -> bool:
+        return self.inline.degraded or self.html_blocks.skipped
 
 
 def _new_markdown() -> markdown.Markdown:
@@ -516,7 +546,7 @@ def render_markdown(content: str, *, namespace: str | None = None, path: str | N
         html=html,
         headings=tuple(getattr(md, "kb_headings", ())),
         document_ids=frozenset(getattr(md, "kb_document_ids", ())),
-        degraded=md.treeprocessors["inline"].degraded,
+        degraded=md.kb_reader.degraded,
     )
 
 

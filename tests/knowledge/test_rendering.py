@@ -602,3 +602,23 @@ def test_dense_inline_markup_is_bounded():
     formatted = rendered.html.count("<em>a</em>")
     assert 0 < formatted <= rendering.INLINE_TRIGGER_BUDGET // 2 + 500
     assert rendered.html.count("*a*") >= 500 * 520 - formatted - 500
+
+
+def test_raw_html_block_scan_is_bounded(monkeypatch):
+    """Past the tag limit the raw-HTML block scan is skipped: inline tags are still sanitized
+    and kept, the text is all there, and the render says it is degraded."""
+    block = "<div>\nblock *text*\n</div>\n\n"
+    inline = "Some <b>bold</b> and <script>alert(1)</script> text.\n\n"
+    assert not render_markdown(block + inline).degraded
+    assert "<div>\nblock *text*\n</div>" in render_markdown(block + inline).html  # kept whole, raw
+
+    monkeypatch.setattr(rendering, "RAW_HTML_BLOCK_SCAN_MAX_TAGS", 3)
+    rendered = render_markdown(block + inline + "```html\n" + "<p>code</p>\n" * 50 + "```\n")
+    assert rendered.degraded
+    assert "<em>text</em>" in rendered.html  # the block's text went through markdown instead
+    assert "<b>bold</b>" in rendered.html
+    assert_safe(rendered.html)
+
+    # Tags inside fenced code do not count towards the limit: fences are set aside first.
+    monkeypatch.setattr(rendering, "RAW_HTML_BLOCK_SCAN_MAX_TAGS", 10)
+    assert not render_markdown(block + "```html\n" + "<p>code</p>\n" * 50 + "```\n").degraded

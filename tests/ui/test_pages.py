@@ -13,7 +13,7 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import reverse
 
-from knowledge import services
+from knowledge import rendering, services
 from knowledge.models import Document
 from knowledge.rendering import DOCUMENT_LINK_PREFIX, READER_PREFIX
 from tests.ui.conftest import make_document, make_namespace
@@ -76,6 +76,16 @@ def test_reader_page_shows_document_metadata_tree_and_rendered_body(alice: Any, 
     assert 'href="/ui/kb/eng/readme.md"' in html
     assert 'aria-current="page"' in html
     assert 'data-endpoint="/kb/documents/' in html  # links panel, filled from the graph API
+
+
+def test_reader_page_says_when_part_of_a_document_is_shown_plain(alice: Any, eng: Any, monkeypatch: Any):
+    monkeypatch.setattr(rendering, "RAW_HTML_BLOCK_SCAN_MAX_TAGS", 2)
+    make_document(alice, eng, "plain.md", "# Plain\n\n<div>one</div>\n")
+    make_document(alice, eng, "pasted.md", "# Pasted\n\n<div>one</div>\n<div>two</div>\n<div>three</div>\n")
+    client = client_for(alice)
+    banner = "part of it is shown as plain text"
+    assert banner not in client.get("/ui/kb/eng/plain.md").content.decode()
+    assert banner in client.get("/ui/kb/eng/pasted.md").content.decode()
 
 
 def test_reader_pages_send_the_content_security_policy(alice: Any, eng: Any):
