@@ -6,7 +6,8 @@ the API measurement. It embeds through a loopback OpenAI-compatible server (hash
 vectors, 384 dimensions: the size of the local MiniLM), so latency and recall are measured on
 real HNSW graphs without a paid provider. It reports
 
-1. pipeline overhead: chunking, hashing and database writes (chunks/s, no provider);
+1. pipeline overhead: chunking, hashing and database writes (chunks/s, no provider), a transaction
+   per document as each save's task runs it and in batches as a reindex does;
 2. indexing throughput through the claim pipeline with the loopback provider, and the local
    MiniLM's own throughput on corpus chunks;
 3. semantic and hybrid latency (p50/p95, query embedding excluded and reported separately) for an
@@ -110,21 +111,28 @@ class Bench:
         row.save(update_fields=["policy"])
 
     def pipeline_overhead(self) -> None:
+        """Chunk, hash and write a sample of documents twice: one transaction per document (each
+        save's after-commit task) and in batches (reindex, a chunking change)."""
         from knowledge.embeddings import pipeline
         from knowledge.models import Document, EmbeddingChunk
 
         ids = list(Document.objects.order_by("id").values_list("id", flat=True))
         sample = self.rng.sample(ids, min(self.sizes["overhead_docs"], len(ids)))
-        started = time.perf_counter()
-        chunks = sum(pipeline.chunks_sync(document_id, force=True) for document_id in sample)
-        seconds = time.perf_counter() - started
-        self.results["overhead"] = {
-            "documents": len(sample),
-            "chunks": chunks,
-            "seconds": round(seconds, 2),
-            "chunks_per_s": round(chunks / seconds, 1),
-            "total_chunks": EmbeddingChunk.objects.count(),
+        runs = {
+            "per_document": lambda: sum(pipeline.chunks_sync(document_id, force=True) for document_id in sample),
+            "batched": lambda: pipeline.chunks_sync_many(sample, force=True),
         }
+        self.results["overhead"] = {"documents": len(sample), "batch": pipeline.SYNC_BATCH}
+        for name, run in runs.items():
+            started = time.perf_counter()
+            chunks = run()
+            seconds = time.perf_counter() - started
+            self.results["overhead"][name] = {
+                "chunks": chunks,
+                "seconds": round(seconds, 2),
+                "chunks_per_s": round(chunks / seconds, 1),
+            }
+        self.results["overhead"]["total_chunks"] = EmbeddingChunk.objects.count()
 
     def embed_all(self) -> None:
         from knowledge.embeddings import pipeline
@@ -389,8 +397,14 @@ def report(result: dict[str, Any]) -> str:
     lines += [
         "| indexing | chunks | seconds | chunks/s | aim |",
         "| --- | ---: | ---: | ---: | --- |",
-        f"| pipeline overhead (chunk, hash, write; {o['documents']} documents) | {o['chunks']} | {o['seconds']} "
-        f"| {o['chunks_per_s']} | ≥ {AIMS['overhead_chunks_s']} |",
+        *(
+            f"| pipeline overhead (chunk, hash, write), {label}, {o['documents']} documents | {run['chunks']} "
+            f"| {run['seconds']} | {run['chunks_per_s']} | {aim} |"
+            for label, run, aim in (
+                ("a transaction per document (each save)", o["per_document"], "reported"),
+                (f"{o['batch']} documents a transaction (reindex)", o["batched"], f"≥ {AIMS['overhead_chunks_s']}"),
+            )
+        ),
         f"| claim + embed + complete, loopback provider | {li['claimed']} | {li['seconds']} | {li['chunks_per_s']} "
         f"| {li['provider_calls']} provider calls, {li['reused']} reused |",
     ]

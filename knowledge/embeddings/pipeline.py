@@ -10,10 +10,14 @@ in the space get it copied, without a provider call.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import secrets
 import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -24,7 +28,7 @@ from django.db.models import DateTimeField, Exists, ExpressionWrapper, F, OuterR
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from knowledge.chunking import ChunkingPolicy, chunk_markdown
+from knowledge.chunking import Chunk, ChunkingPolicy, chunk_markdown
 from knowledge.embeddings import store
 from knowledge.models import ChunkState, ChunkSyncFailure, Document, EmbeddingChunk, EmbeddingSpace
 from workspaces import semantic
@@ -40,6 +44,7 @@ MULTI_WORKSPACE_CANDIDATES = 32  # workspaces looked at per poll when they share
 SINGLE_WORKSPACE_SCAN = 128
 SLICE_SECONDS = 20.0  # one message's share of a worker before it hands the rest to a new message
 STALE_SWEEP = 32  # documents re-chunked per sweep
+SYNC_BATCH = 32  # documents chunked in one transaction by chunks_sync_many
 SYNC_MAX_BACKOFF_SECONDS = 120.0
 TABLE = EmbeddingChunk._meta.db_table
 
@@ -146,57 +151,132 @@ def chunks_sync(document_id: Any, *, force: bool = False) -> int:
     Unchanged text keeps its vector (copied by content hash before the old rows go), so a
     whitespace-only edit costs no provider call. Idempotent: a current set is left alone.
     """
+    return _sync_batch([document_id], force=force)
+
+
+def chunks_sync_many(document_ids: Iterable[Any], *, force: bool = False) -> int:
+    """`chunks_sync` for many documents (reindex, a chunking change), SYNC_BATCH to a transaction."""
+    ids = list(document_ids)
+    return sum(_sync_batch(ids[start : start + SYNC_BATCH], force=force) for start in range(0, len(ids), SYNC_BATCH))
+
+
+@dataclass(frozen=True)
+class _NewChunk:
+    document: Document
+    space: EmbeddingSpace | None
+    piece: Chunk
+
+
+def _sync_batch(document_ids: list[Any], *, force: bool) -> int:
     with transaction.atomic():
-        document = (
+        documents = list(
             Document.objects.select_for_update(of=("self",))
             .select_related("current_version", "namespace")
-            .filter(pk=document_id)
-            .first()
+            .filter(pk__in=document_ids, current_version__isnull=False)
+            .order_by("pk")  # one lock order for every batch
         )
-        if document is None or document.current_version is None:
+        if not documents:
             return 0
-        ChunkSyncFailure.objects.filter(document=document).delete()  # kept if this sync fails (rollback)
-        version = document.current_version
-        old = list(EmbeddingChunk.objects.filter(document=document).values_list("id", "version_id"))
-        if old and not force and all(version_id == version.id for _, version_id in old):
-            return 0
-        workspace_id = document.namespace.workspace_id
-        _, policy = workspace_policy(workspace_id)
-        space = space_for(workspace_id, policy) if vectors_possible(policy) else None
-        pieces = chunk_markdown(version.content, ChunkingPolicy(**policy["chunking"]), document_path=document.path)
-        rows = [
-            EmbeddingChunk(
-                workspace_id=workspace_id,
-                document=document,
-                version=version,
-                ordinal=piece.ordinal,
-                heading_path=piece.heading_path,
-                anchor=piece.anchor[:300],
-                start_line=piece.start_line,
-                end_line=piece.start_line + piece.text.count("\n"),
-                text=piece.text,
-                content_hash=piece.content_hash,
-                tokens=piece.tokens,
-                space=space,
-            )
-            for piece in pieces
-        ]
-        EmbeddingChunk.objects.bulk_create(rows)
-        old_ids = [str(chunk_id) for chunk_id, _ in old]
+        ChunkSyncFailure.objects.filter(document__in=documents).delete()  # kept if this sync fails (rollback)
+        old: dict[Any, list[tuple[Any, Any]]] = defaultdict(list)
+        for document_id, chunk_id, version_id in EmbeddingChunk.objects.filter(document__in=documents).values_list(
+            "document_id", "id", "version_id"
+        ):
+            old[document_id].append((chunk_id, version_id))
+        if not force:
+            documents = [d for d in documents if not _chunks_current(old[d.pk], d.current_version_id)]
+        spaces: dict[int, tuple[dict[str, Any], EmbeddingSpace | None]] = {}
+        new: list[_NewChunk] = []
+        for document in documents:
+            workspace_id = document.namespace.workspace_id
+            if workspace_id not in spaces:
+                _, policy = workspace_policy(workspace_id)
+                spaces[workspace_id] = (policy, space_for(workspace_id, policy) if vectors_possible(policy) else None)
+            policy, space = spaces[workspace_id]
+            chunking = ChunkingPolicy(**policy["chunking"])
+            pieces = chunk_markdown(document.current_version.content, chunking, document_path=document.path)
+            new.extend(_NewChunk(document, space, piece) for piece in pieces)
+        chunk_ids = _insert_chunks(new)
+        old_ids = [str(chunk_id) for document in documents for chunk_id, _ in old[document.pk]]
         if store.is_ready():
-            store.copy_by_hash(workspace_id, [(str(row.id), row.content_hash) for row in rows])
-            if space is not None:
-                _mark_embedded_where_vectors_exist(space, [str(row.id) for row in rows])
+            for workspace_id, (_, space) in spaces.items():
+                pairs = [
+                    (chunk_id, row.piece.content_hash)
+                    for chunk_id, row in zip(chunk_ids, new, strict=True)
+                    if row.document.namespace.workspace_id == workspace_id
+                ]
+                copied = store.copy_by_hash(workspace_id, pairs)
+                if space is not None:
+                    _mark_embedded([chunk_id for chunk_id, space_id in copied if space_id == space.pk])
             store.delete_for_chunks(old_ids)
         EmbeddingChunk.objects.filter(id__in=old_ids).delete()
-    return len(rows)
+    return len(chunk_ids)
 
 
-def _mark_embedded_where_vectors_exist(space: EmbeddingSpace, chunk_ids: list[str]) -> int:
-    present = store.chunks_with_vectors(space.pk, chunk_ids)
-    if not present:
+def _chunks_current(old: list[tuple[Any, Any]], version_id: Any) -> bool:
+    return bool(old) and all(chunk_version == version_id for _, chunk_version in old)
+
+
+def _insert_chunks(rows: list[_NewChunk]) -> list[str]:
+    """Insert chunks as pending rows; returns their ids in order.
+
+    One `unnest` statement on PostgreSQL: model instances and bulk_create cost more than the
+    database work for a document of a few chunks.
+    """
+    ids = [uuid.uuid4() for _ in rows]
+    if connection.vendor != "postgresql":
+        EmbeddingChunk.objects.bulk_create(
+            EmbeddingChunk(
+                id=chunk_id,
+                workspace_id=row.document.namespace.workspace_id,
+                document=row.document,
+                version_id=row.document.current_version_id,
+                ordinal=row.piece.ordinal,
+                heading_path=row.piece.heading_path,
+                anchor=row.piece.anchor[:300],
+                start_line=row.piece.start_line,
+                end_line=row.piece.start_line + row.piece.text.count("\n"),
+                text=row.piece.text,
+                content_hash=row.piece.content_hash,
+                tokens=row.piece.tokens,
+                space=row.space,
+            )
+            for chunk_id, row in zip(ids, rows, strict=True)
+        )
+        return [str(chunk_id) for chunk_id in ids]
+    columns = {
+        "id": ("uuid", ids),
+        "workspace_id": ("bigint", [row.document.namespace.workspace_id for row in rows]),
+        "document_id": ("uuid", [row.document.pk for row in rows]),
+        "version_id": ("uuid", [row.document.current_version_id for row in rows]),
+        "space_id": ("bigint", [row.space.pk if row.space is not None else None for row in rows]),
+        "ordinal": ("int", [row.piece.ordinal for row in rows]),
+        "heading_path": ("jsonb", [json.dumps(row.piece.heading_path) for row in rows]),
+        "anchor": ("text", [row.piece.anchor[:300] for row in rows]),
+        "start_line": ("int", [row.piece.start_line for row in rows]),
+        "end_line": ("int", [row.piece.start_line + row.piece.text.count("\n") for row in rows]),
+        "text": ("text", [row.piece.text for row in rows]),
+        "content_hash": ("text", [row.piece.content_hash for row in rows]),
+        "tokens": ("int", [row.piece.tokens for row in rows]),
+    }
+    names = ", ".join(columns)
+    arrays = ", ".join(f"%s::{kind}[]" for kind, _ in columns.values())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {TABLE} ({names}, state, claim_token, generation, attempts, last_error)
+            SELECT *, %s, '', 0, 0, '' FROM unnest({arrays})
+            """,
+            [ChunkState.PENDING, *(values for _, values in columns.values())],
+        )
+    return [str(chunk_id) for chunk_id in ids]
+
+
+def _mark_embedded(chunk_ids: list[str]) -> int:
+    """New chunks whose text already had a vector in the active space need no provider call."""
+    if not chunk_ids:
         return 0
-    return EmbeddingChunk.objects.filter(id__in=present).update(
+    return EmbeddingChunk.objects.filter(id__in=chunk_ids).update(
         state=ChunkState.EMBEDDED, embedded_at=timezone.now(), claim_token="", lease_until=None, last_error=""
     )
 
@@ -550,8 +630,9 @@ def requeue_failed(workspace_id: int | None = None) -> int:
 def policy_changed(workspace_id: int, before: dict[str, Any], after: dict[str, Any], key_changed: bool) -> None:
     """Re-queue exactly the chunks a settings change affects, fencing claims in flight."""
     if before["chunking"] != after["chunking"]:
-        for document_id in Document.objects.filter(namespace__workspace_id=workspace_id).values_list("id", flat=True):
-            chunks_sync(document_id, force=True)
+        chunks_sync_many(
+            Document.objects.filter(namespace__workspace_id=workspace_id).values_list("id", flat=True), force=True
+        )
     if not vectors_possible(after):
         EmbeddingChunk.objects.filter(workspace_id=workspace_id, state=ChunkState.CLAIMED).update(
             state=ChunkState.PENDING, claim_token="", lease_until=None
@@ -562,8 +643,7 @@ def policy_changed(workspace_id: int, before: dict[str, Any], after: dict[str, A
     space_changed = any(before[f] != after[f] for f in semantic.SPACE_FIELDS) or not vectors_possible(before)
     if space_changed:
         unchunked = Document.objects.filter(namespace__workspace_id=workspace_id, embedding_chunks__isnull=True)
-        for document_id in unchunked.values_list("id", flat=True):
-            chunks_sync(document_id)
+        chunks_sync_many(unchunked.values_list("id", flat=True))
     with transaction.atomic(), connection.cursor() as cursor:
         if space_changed:
             cursor.execute(
@@ -597,9 +677,8 @@ def _bump_generation(workspace_id: int, *, state: str) -> None:
 
 def reindex(workspace_id: int) -> dict[str, int]:
     """Rebuild every chunk of the workspace and re-queue failed work (vectors are reused by hash)."""
-    rebuilt = 0
-    for document_id in Document.objects.filter(namespace__workspace_id=workspace_id).values_list("id", flat=True):
-        rebuilt += chunks_sync(document_id, force=True)
+    documents = Document.objects.filter(namespace__workspace_id=workspace_id).values_list("id", flat=True)
+    rebuilt = chunks_sync_many(documents, force=True)
     requeued = EmbeddingChunk.objects.filter(workspace_id=workspace_id, state=ChunkState.FAILED).update(
         state=ChunkState.PENDING, attempts=0, last_error="", available_at=None
     )

@@ -221,13 +221,14 @@ def write_vectors(space_id: int, rows: list[tuple[str, str, list[float]]]) -> No
         )
 
 
-def copy_by_hash(workspace_id: int, chunks: list[tuple[str, str]]) -> int:
-    """Give new chunks the vectors that live chunks with the same text already have, in every space.
+def copy_by_hash(workspace_id: int, chunks: list[tuple[str, str]]) -> list[tuple[str, int]]:
+    """Give new chunks the vectors that live chunks with the same text already have, in every space;
+    returns the (chunk id, space id) pairs that got one.
 
     Never seeded from archived documents, so archiving really takes text out of circulation.
     """
     if not chunks:
-        return 0
+        return []
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -239,10 +240,11 @@ def copy_by_hash(workspace_id: int, chunks: list[tuple[str, str]]) -> int:
             JOIN knowledge_embeddingchunk c ON c.id = v.chunk_id
             JOIN knowledge_document d ON d.id = c.document_id AND NOT d.archived
             ON CONFLICT (chunk_id, space_id) DO NOTHING
+            RETURNING chunk_id, space_id
             """,
             [[c for c, _ in chunks], [h for _, h in chunks], workspace_id],
         )
-        return cursor.rowcount
+        return [(str(chunk_id), int(space_id)) for chunk_id, space_id in cursor.fetchall()]
 
 
 def delete_for_chunks(chunk_ids: list[str]) -> None:
@@ -260,14 +262,3 @@ def sweep_orphans(limit: int = 5000) -> int:
             [limit],
         )
         return cursor.rowcount
-
-
-def chunks_with_vectors(space_id: int, chunk_ids: list[str]) -> set[str]:
-    if not chunk_ids:
-        return set()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT chunk_id FROM {TABLE} WHERE space_id = %s AND chunk_id = ANY(%s::uuid[])",
-            [space_id, [str(c) for c in chunk_ids]],
-        )
-        return {str(row[0]) for row in cursor.fetchall()}
