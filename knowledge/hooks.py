@@ -23,6 +23,19 @@ def on_content_write(document_id: UUID, version_id: UUID) -> None:
         logger.exception("outlines: could not queue the outline of version %s", version_id)
 
 
+def on_content_writes(writes: list[tuple[UUID, UUID]]) -> None:
+    """A bulk write's outlines, in one message."""
+    from knowledge.tasks import store_outlines_task
+
+    try:
+        store_outlines_task.delay([str(version_id) for _, version_id in writes])
+    except Exception:
+        logger.exception("outlines: could not queue the outlines of %s versions", len(writes))
+
+
+on_content_write.many = on_content_writes  # type: ignore[attr-defined]
+
+
 def attach(hooks: list[Any], callback: Callable[..., None]) -> None:
     """Register once (`ready()` can run more than once in tests and reloads)."""
     if callback not in hooks:

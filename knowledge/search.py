@@ -113,20 +113,21 @@ def _stored_chunks(document_id: UUID) -> list[tuple[int, int, int, int, str]]:
         return [(row[0], row[1], row[2], row[3], _chunk_key(*row[4:])) for row in cursor.fetchall()]
 
 
-def index_document(document: Document, content: str, *, from_scratch: bool = False) -> None:
+def index_document(document: Document, content: str, *, from_scratch: bool = False, new: bool = False) -> None:
     """Bring the document's chunks in line with its current content (same transaction).
 
     Rows whose text is unchanged are kept and only moved, so a save computes tsvectors, index
     entries and term counts for the chunks its edit touched, not for the whole document.
-    `from_scratch` writes every row anew: for a new document, and for the reindex command's repair.
+    `from_scratch` writes every row anew: for a new document, and for the reindex command's repair;
+    `new` says the document has no rows yet, so there is nothing to delete first.
     """
     header = _header(document)
     rows: list[ChunkRow] = [(HEADER_ORDINAL, 1, 1, header.title, header.path_text, "")] + [
         (i, start, end, "", "", text) for i, (start, end, text) in enumerate(chunk_lines(content))
     ]
     length = term_length(len(content))
-    if from_scratch:
-        _write_from_scratch(document.pk, rows, length)
+    if from_scratch or new:
+        _write_from_scratch(document.pk, rows, length, replace=not new)
         return
     stored: dict[str, list[tuple[int, int, int, int]]] = {}
     for chunk_id, ordinal, start, end, key in _stored_chunks(document.pk):
@@ -153,10 +154,11 @@ def index_document(document: Document, content: str, *, from_scratch: bool = Fal
         _move_chunks(moved)
 
 
-def _write_from_scratch(document_id: UUID, rows: list[ChunkRow], length: int) -> None:
-    SearchChunk.objects.filter(document_id=document_id)._raw_delete(using="default")
+def _write_from_scratch(document_id: UUID, rows: list[ChunkRow], length: int, *, replace: bool = True) -> None:
+    if replace:
+        SearchChunk.objects.filter(document_id=document_id)._raw_delete(using="default")
     _insert_chunks(document_id, rows)
-    _rebuild_terms(document_id, length)
+    _rebuild_terms(document_id, length, replace=replace)
 
 
 def _move_chunks(moved: list[tuple[int, int, int, int]]) -> None:
@@ -242,11 +244,12 @@ def term_length(char_length: int) -> int:
     return round(LENGTH_STEP ** round(math.log(words, LENGTH_STEP)))
 
 
-def _rebuild_terms(document_id: UUID, length: int) -> None:
+def _rebuild_terms(document_id: UUID, length: int, *, replace: bool = True) -> None:
     """PostgreSQL: the document's term rows from all its chunks, in one statement."""
     if connection.vendor != "postgresql":
         return
-    SearchTerm.objects.filter(document_id=document_id)._raw_delete(using="default")
+    if replace:
+        SearchTerm.objects.filter(document_id=document_id)._raw_delete(using="default")
     with connection.cursor() as cursor:
         counts = _TERM_COUNTS.format(chunks=_CHUNKS_OF_DOCUMENT)
         cursor.execute(

@@ -6,12 +6,14 @@ expected version, insert version N+1 and move the current pointer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from config.exceptions import DomainError, Invalid, NotFound
@@ -29,7 +31,8 @@ GOVERNANCE_FIELDS = ("visibility", "status", "edit_policy")
 METADATA_FIELDS = ("title", "icon", "kind", "metadata", "path")
 
 # Callbacks run after a content write commits (graph upkeep, chunking). Failures are logged
-# by the callbacks themselves and never undo the save.
+# by the callbacks themselves and never undo the save. A callback may carry a `many` attribute,
+# called once with every (document id, version id) of a `batched_content_hooks()` block.
 after_content_write: list[Callable[[UUID, UUID], None]] = []
 # After commit, when a document takes a path without a content write (a move or a restore).
 after_path_change: list[Callable[[UUID], None]] = []
@@ -44,10 +47,48 @@ class WriteResult:
     changed: bool = True
 
 
-def _on_commit_content(document: Document) -> None:
-    document_id, version_id = document.id, document.current_version_id
+_content_batch: ContextVar[list[tuple[UUID, UUID]] | None] = ContextVar("content_batch", default=None)
+
+
+@contextlib.contextmanager
+def batched_content_hooks() -> Iterator[None]:
+    """Hand the after-commit upkeep of the content writes committed in this block over once, at its
+    end: one message per kind of upkeep for a bulk import instead of one per document and kind.
+
+    Writes rolled back inside the block are left out (they are collected on commit).
+    """
+    writes: list[tuple[UUID, UUID]] = []
+    token = _content_batch.set(writes)
+    try:
+        yield
+    finally:
+        _content_batch.reset(token)
+        if connection.in_atomic_block:
+            transaction.on_commit(lambda: _run_content_hooks(writes))
+        else:
+            _run_content_hooks(writes)
+
+
+def _run_content_hooks(writes: list[tuple[UUID, UUID]]) -> None:
+    if not writes:
+        return
     for callback in after_content_write:
-        transaction.on_commit(lambda cb=callback: cb(document_id, version_id))
+        many = getattr(callback, "many", None)
+        if many is not None:
+            many(list(writes))
+        else:
+            for document_id, version_id in writes:
+                callback(document_id, version_id)
+
+
+def _on_commit_content(document: Document) -> None:
+    write = (document.id, document.current_version_id)
+    batch = _content_batch.get()
+    if batch is not None:
+        transaction.on_commit(lambda: batch.append(write))
+        return
+    for callback in after_content_write:
+        transaction.on_commit(lambda cb=callback: cb(*write))
 
 
 def _on_commit_path(document: Document) -> None:
@@ -213,7 +254,7 @@ def document_create(
             )
             document.current_version = version
             document.save(update_fields=["current_version"])
-            index_document(document, content, from_scratch=True)
+            index_document(document, content, new=True)
     except IntegrityError as exc:
         # A concurrent create won the partial unique index on (namespace, path).
         raise PathTaken(f"A document already exists at '{path}'.") from exc

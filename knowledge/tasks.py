@@ -60,6 +60,32 @@ def sync_embedding_chunks_task(self: Task, document_id: str) -> int:
     return written
 
 
+@shared_task(ignore_result=True)
+def sync_embedding_chunks_many_task(document_ids: list[str]) -> int:
+    """After a bulk write (an import request): chunk its documents in batches, then wake the workers.
+
+    On any failure each document gets its own `sync_embedding_chunks_task`, with that task's
+    retries and failure record; documents already chunked make those a no-op.
+    """
+    from knowledge.embeddings import pipeline
+    from knowledge.models import Document
+
+    try:
+        written = pipeline.chunks_sync_many(document_ids)
+        workspace_ids = set(
+            Document.objects.filter(pk__in=document_ids).values_list("namespace__workspace_id", flat=True)
+        )
+        waking = [workspace_id for workspace_id in sorted(workspace_ids) if pipeline.has_claimable(workspace_id)]
+    except Exception as exc:
+        logger.warning("chunking %s documents together failed, queueing them one by one: %s", len(document_ids), exc)
+        for document_id in document_ids:
+            sync_embedding_chunks_task.delay(document_id)
+        return 0
+    for workspace_id in waking:
+        embed_workspace_task.delay(workspace_id)
+    return written
+
+
 @shared_task(bind=True, ignore_result=True)
 def embed_workspace_task(self: Task, workspace_id: int, max_batches: int | None = None) -> dict[str, Any]:
     """Embed a workspace's pending chunks one bounded slice per message, handing the rest over.
@@ -135,11 +161,17 @@ def store_outline_task(version_id: str) -> bool:
 
     Returns whether the version still exists (it may have been purged since).
     """
+    return store_outlines_task([version_id]) == 1
+
+
+@shared_task(ignore_result=True)
+def store_outlines_task(version_ids: list[str]) -> int:
+    """`store_outline_task` for a bulk write's versions; returns how many still exist."""
     from knowledge import services
     from knowledge.models import DocumentVersion
 
-    version = DocumentVersion.objects.filter(pk=version_id).first()
-    if version is None:
-        return False
-    services.version_outline_store(version=version)
-    return True
+    stored = 0
+    for version in DocumentVersion.objects.filter(pk__in=version_ids).iterator(chunk_size=8):
+        services.version_outline_store(version=version)
+        stored += 1
+    return stored

@@ -171,6 +171,8 @@ def run_import(
         summary["created"] = _send_batches(
             client, repo, snapshot, plan, creates, failures, acknowledged, progress, cancel
         )
+        # Created by an earlier run's request that was still in flight when this run planned.
+        summary["skipped"] = len(acknowledged) - len(unchanged) - summary["created"]
         progress.finish()
         summary["failed"] = len(failures)
         if failures or len(acknowledged) != len(plan.items):
@@ -216,11 +218,12 @@ def _create_namespace(client: KnowledgeClient, plan: ImportPlan, *, resume: bool
 
 
 def parallel_requests() -> int:
-    """Import requests in flight at once (1-4, default 2): the deployment has more than one worker."""
+    """Import requests in flight at once (1-4, default 4): documents of parallel requests are created
+    side by side on the deployment's workers (only the limit accounting is serialized)."""
     try:
-        value = int(os.environ.get("AGOR_TRANSFER_PARALLEL") or 2)
+        value = int(os.environ.get("AGOR_TRANSFER_PARALLEL") or 4)
     except ValueError:
-        value = 2
+        value = 4
     return max(1, min(4, value))
 
 

@@ -411,16 +411,10 @@ def _import_one(
     planned = {key: item.get(key) for key in ("path", "title", "icon", "kind", "status", "sha256")}
     item_bytes = len(fmt.canonical_json(item))
     with transaction.atomic():
-        # The import row is the lock that serializes limit accounting across concurrent requests.
-        counters = (
-            NamespaceImport.objects.select_for_update()
-            .filter(pk=found.pk)
-            .values_list("imported_documents", "imported_bytes")
-            .first()
-        )
         receipt = (
             ImportReceipt.objects.filter(namespace_import=found, key=item["key"])
             .select_related("document", "document__current_version")
+            .defer("document__current_version__content")
             .first()
         )
         if receipt is not None:
@@ -429,9 +423,6 @@ def _import_one(
             if not _receipt_unchanged(receipt, planned):
                 raise ImportedDocumentChanged()
             return {"key": item["key"], "status": "skipped", "document_id": str(receipt.document_id)}
-        documents, size = counters or (0, 0)
-        if documents + 1 > fmt.MAX_DOCUMENTS or size + item_bytes > fmt.MAX_TOTAL_REQUEST_BYTES:
-            raise TransferLimit(limit_documents=fmt.MAX_DOCUMENTS, limit_bytes=fmt.MAX_TOTAL_REQUEST_BYTES)
         document = knowledge_services.document_create(
             actor=actor,
             namespace=namespace,
@@ -466,10 +457,24 @@ def _import_one(
             digest=digest,
             request_bytes=item_bytes,
         )
-        NamespaceImport.objects.filter(pk=found.pk).update(
-            imported_documents=F("imported_documents") + 1, imported_bytes=F("imported_bytes") + item_bytes
-        )
+        _count_against_limits(found, item_bytes)
     return {"key": item["key"], "status": "created", "document_id": str(document.pk)}
+
+
+def _count_against_limits(found: NamespaceImport, item_bytes: int) -> None:
+    """Count one created document against the namespace-wide limits, or roll its creation back.
+
+    The last statement of the item's transaction: the import row's lock serializes the accounting
+    (a concurrent request's update waits, then re-checks the committed counts) but is held only
+    until commit, so parallel import requests create documents side by side.
+    """
+    counted = NamespaceImport.objects.filter(
+        pk=found.pk,
+        imported_documents__lt=fmt.MAX_DOCUMENTS,
+        imported_bytes__lte=fmt.MAX_TOTAL_REQUEST_BYTES - item_bytes,
+    ).update(imported_documents=F("imported_documents") + 1, imported_bytes=F("imported_bytes") + item_bytes)
+    if not counted:
+        raise TransferLimit(limit_documents=fmt.MAX_DOCUMENTS, limit_bytes=fmt.MAX_TOTAL_REQUEST_BYTES)
 
 
 def import_documents(*, actor: Actor, bundle: str, slug: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -481,8 +486,10 @@ def import_documents(*, actor: Actor, bundle: str, slug: str, items: list[dict[s
     found = _destination(actor=actor, slug=slug, bundle=bundle)
     results: list[dict[str, Any]] = []
     # Reference sync waits for `import_reconcile`, which runs it once per imported document
-    # after every planned document exists (instead of once now and again then).
-    with graph_hooks.deferred_reference_sync():
+    # after every planned document exists (instead of once now and again then). The rest of the
+    # upkeep (chunks, outlines) goes out once for the request; that block is the inner one, so
+    # the reference sync is still deferred when it hands over.
+    with graph_hooks.deferred_reference_sync(), knowledge_services.batched_content_hooks():
         for item in items:
             results.append(_import_item(actor=actor, found=found, bundle=bundle, item=item))
     return results

@@ -22,6 +22,19 @@ def on_content_write(document_id: UUID, *_: object) -> None:
         logger.exception("embeddings: could not queue chunking of document %s", document_id)
 
 
+def on_content_writes(writes: list[tuple[UUID, UUID]]) -> None:
+    """A bulk write's chunking, in one message."""
+    from knowledge.tasks import sync_embedding_chunks_many_task
+
+    try:
+        sync_embedding_chunks_many_task.delay([str(document_id) for document_id, _ in writes])
+    except Exception:
+        logger.exception("embeddings: could not queue chunking of %s documents", len(writes))
+
+
+on_content_write.many = on_content_writes  # type: ignore[attr-defined]
+
+
 def on_policy_change(workspace_id: int, before: dict[str, Any], after: dict[str, Any], key_changed: bool) -> None:
     from knowledge.embeddings import pipeline
     from knowledge.tasks import embed_workspace_task

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
 
+import httpx
 import pytest
 from django.db import connection
 
@@ -297,3 +299,30 @@ def test_reconcile_resumed_after_a_partial_run_links_every_document(http, alice)
         ("edge", "c.md", "b.md", False),
     }
     assert DocumentVersion.objects.filter(document__namespace__slug="dest").count() == 3
+
+
+def test_parallel_import_requests_never_exceed_the_document_limit(http, alice, live_server, monkeypatch):
+    """Documents are created side by side and counted last; the count still stops at the limit."""
+    http.as_(alice).post("/kb/transfers/namespace", json=namespace_body())
+    monkeypatch.setattr(fmt, "MAX_DOCUMENTS", 5)
+    senders = 4
+    barrier = threading.Barrier(senders)
+    codes: list[int] = []
+
+    def send(sender: int) -> None:
+        docs = [item(f"d{sender}{n:05d}", f"s{sender}/n{n}.md", f"# {sender} {n}\n") for n in range(3)]
+        with httpx.Client(base_url=live_server.url, headers=alice.headers, timeout=60) as client:
+            barrier.wait()
+            request = {"bundle": BUNDLE, "namespace": "dest", "documents": docs}
+            answer = client.post("/kb/transfers/documents", json=request)
+        codes.append(answer.status_code)
+
+    threads = [threading.Thread(target=send, args=(sender,)) for sender in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 413 in codes and set(codes) <= {200, 413}
+    record = NamespaceImport.objects.get()
+    assert record.imported_documents == 5
+    assert ImportReceipt.objects.count() == Document.objects.filter(namespace__slug="dest").count() == 5
