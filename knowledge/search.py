@@ -118,8 +118,8 @@ def index_document(document: Document, content: str, *, from_scratch: bool = Fal
 
     Rows whose text is unchanged are kept and only moved, so a save computes tsvectors, index
     entries and term counts for the chunks its edit touched, not for the whole document.
-    `from_scratch` writes every row anew: for a new document, and for the reindex command's repair;
-    `new` says the document has no rows yet, so there is nothing to delete first.
+    `from_scratch` deletes the document's rows and writes every row anew (the reindex command's
+    repair); `new` writes them the same way for a document that has no rows yet, without deleting.
     """
     header = _header(document)
     rows: list[ChunkRow] = [(HEADER_ORDINAL, 1, 1, header.title, header.path_text, "")] + [
