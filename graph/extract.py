@@ -12,7 +12,10 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
+from markdown_it import MarkdownIt as PyMarkdownIt
 from markdown_it_pyrs import MarkdownIt, Node
 
 # Bare agor URIs end at whitespace, brackets, quotes or angle brackets; trailing sentence
@@ -90,8 +93,14 @@ def extract_links(markdown: str) -> list[LinkRef]:
             run.clear()
         run_line = None
 
+    try:
+        tree = _MD.tree(markdown)
+    except BaseException as exc:  # markdown-it.rs panics (a BaseException) on some inputs
+        if isinstance(exc, Exception) or type(exc).__name__ != "PanicException":
+            raise
+        return _extract_links_slowly(markdown)
     # (children, inside a link's text): a link's own text is not prose, but may hold an image.
-    stack: list[tuple[Iterator[Node], bool]] = [(iter(_MD.tree(markdown).children), False)]
+    stack: list[tuple[Iterator[Node], bool]] = [(iter(tree.children), False)]
     while stack:
         children, in_link = stack[-1]
         node = next(children, None)
@@ -122,4 +131,51 @@ def extract_links(markdown: str) -> list[LinkRef]:
         elif name not in OPAQUE and node.children:
             stack.append((iter(node.children), in_link))
     refs.extend(definitions.values())
+    return refs
+
+
+@lru_cache(maxsize=1)
+def _slow_parser() -> PyMarkdownIt:
+    return PyMarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def _extract_links_slowly(markdown: str) -> list[LinkRef]:
+    """`extract_links` through the pure-Python markdown-it, for text markdown-it.rs cannot parse.
+
+    markdown-it.rs 0.4 panics on an unclosed code span inside link text (`[`x`); the Python port
+    builds the same CommonMark structure, only slower. Links inside a paragraph get the
+    paragraph's first line.
+    """
+    env: dict[str, Any] = {}
+    refs: list[LinkRef] = []
+    for block in _slow_parser().parse(markdown, env):
+        if block.type != "inline" or not block.children:
+            continue
+        line = block.map[0] + 1 if block.map else None
+        run: list[str] = []
+        in_link = False
+        for token in [*block.children, None]:
+            kind = token.type if token is not None else "end"
+            if kind in ("text", "text_special"):
+                if not in_link:
+                    run.append(token.content)
+                continue
+            if run:
+                refs.extend(_bare("".join(run), line))
+                run.clear()
+            if kind == "link_open":
+                href = str(token.attrGet("href") or "")
+                if href:
+                    refs.append(LinkRef(href, "autolink" if token.markup == "autolink" else "link", line))
+                in_link = True
+            elif kind == "link_close":
+                in_link = False
+            elif kind == "image":
+                href = str(token.attrGet("src") or "")
+                if href:
+                    refs.append(LinkRef(href, "image", line))
+    for definition in (env.get("references") or {}).values():
+        href = definition.get("href", "")
+        if href:
+            refs.append(LinkRef(href, "definition", definition["map"][0] + 1 if definition.get("map") else None))
     return refs

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph.extract import extract_links
+from graph.extract import _extract_links_slowly, extract_links
 from graph.resolve import (
     DocumentTarget,
     Ignored,
@@ -332,6 +332,25 @@ def test_relative_paths_never_escape_the_namespace(segments, source_path):
 def test_extraction_and_parsing_never_raise(text):
     for ref in extract_links(text):
         parse(ref.href)
+
+
+MARKDOWN_PIECES = st.sampled_from(
+    ["[a](b.md)", "[", "]", "(", ")", "`", "``", "<", ">", "http://x.y/", "agor://kb/document/1", "\n", "\n\n",
+     "![i](p.png)", "[r]", "[r]: d.md\n", "    code\n", "```\nx\n```\n", "*", " ", "a", "é", "\\", "# h\n",
+     "- ", "> ", "<b>", "&amp;", "%20", "|a|b|\n|-|-|\n"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(MARKDOWN_PIECES, max_size=30).map("".join))
+def test_the_fallback_parser_finds_what_the_fast_one_finds(text):
+    fast = extract_links(text)
+    assert [(r.href, r.kind) for r in _extract_links_slowly(text)] == [(r.href, r.kind) for r in fast]
+
+
+def test_text_the_fast_parser_panics_on_is_parsed_by_the_fallback():
+    refs = extract_links("see [`open and [guide](guide.md)\n\n`[not](a-link.md)`\n\n[d]: def.md\n")
+    assert [(r.href, r.kind, r.line) for r in refs] == [("guide.md", "link", 1), ("def.md", "definition", 5)]
 
 
 @pytest.mark.django_db
