@@ -87,7 +87,8 @@ stop_worker() {
 start_worker() {
   [[ -n "$BROKER" ]] || return 0
   "$BIN/python" -c 'import redis, sys; redis.Redis.from_url(sys.argv[1]).flushdb()' "$BROKER" || return 1
-  env "${SERVER_ENV[@]}" "$BIN/celery" -A config.celery_app worker --pool=solo --loglevel=WARNING \
+  # Niced as the Procfile runs it: on a shared machine, requests get the CPU before upkeep does.
+  env "${SERVER_ENV[@]}" nice -n 10 "$BIN/celery" -A config.celery_app worker --pool=solo --loglevel=WARNING \
     --without-gossip --without-mingle --without-heartbeat >>"$1" 2>&1 &
   WORKER_PID=$!
 }

@@ -376,7 +376,8 @@ def measure(scale: Scale, backend: str, out: Path, keep: bool) -> dict[str, Any]
 
             redis.Redis.from_url(broker).flushdb()
             worker = subprocess.Popen(
-                [str(BIN / "celery"), "-A", "config.celery_app", "worker", "--pool=solo", "--loglevel=WARNING",
+                ["nice", "-n", "10", str(BIN / "celery"), "-A", "config.celery_app", "worker", "--pool=solo",
+                 "--loglevel=WARNING",
                  "--without-gossip", "--without-mingle", "--without-heartbeat"],
                 cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip

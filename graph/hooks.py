@@ -44,6 +44,21 @@ def on_content_write(document_id: UUID, version_id: UUID | None) -> None:
         logger.exception("graph: could not queue the reference sync of document %s", document_id)
 
 
+def on_content_writes(writes: list[tuple[UUID, UUID | None]]) -> None:
+    """The reference sync of many writes, in one message (a bulk import's reconcile step)."""
+    from graph.tasks import sync_references_many_task
+
+    if _reference_sync_deferred.get() or not writes:
+        return
+    try:
+        sync_references_many_task.delay([[str(d), str(v) if v else None] for d, v in writes])
+    except Exception:
+        logger.exception("graph: could not queue the reference sync of %s documents", len(writes))
+
+
+on_content_write.many = on_content_writes  # type: ignore[attr-defined]
+
+
 def on_path_change(document_id: UUID, *_: object) -> None:
     from graph.tasks import resolve_pending_links_task
 

@@ -17,6 +17,22 @@ def sync_references_task(document_id: str, version_id: str | None = None) -> dic
 
 
 @shared_task(ignore_result=True)
+def sync_references_many_task(writes: list[list[str | None]]) -> int:
+    """The reference sync of many documents, one after another; returns how many synced.
+
+    Each document is its own sync (and transaction): a failure is logged and recorded for that
+    document alone, as in `sync_references_task`.
+    """
+    from graph import services
+
+    synced = 0
+    for document_id, version_id in writes:
+        if services.references_sync(document_id=str(document_id), version_id=version_id) is not None:
+            synced += 1
+    return synced
+
+
+@shared_task(ignore_result=True)
 def resolve_pending_links_task(document_id: str) -> int:
     """After a move or restore: links written to the document's new path become edges."""
     from graph import services

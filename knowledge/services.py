@@ -29,6 +29,7 @@ from workspaces.models import Namespace, Permission
 
 GOVERNANCE_FIELDS = ("visibility", "status", "edit_policy")
 METADATA_FIELDS = ("title", "icon", "kind", "metadata", "path")
+OUTLINE_BATCH = 8  # versions whose bodies an outline batch holds in memory at once
 
 # Callbacks run after a content write commits (graph upkeep, chunking). Failures are logged
 # by the callbacks themselves and never undo the save. A callback may carry a `many` attribute,
@@ -589,8 +590,26 @@ def version_outline_store(*, version: DocumentVersion) -> structure.Outline:
     document with 5,000 headings, well under 1 ms for an ordinary page.
     """
     found = structure.outline(version.content)
-    data = structure.outline_data(found)
-    DocumentOutline.objects.get_or_create(
-        version_id=version.pk, defaults={"line_count": data["line_count"], "headings": data["headings"]}
-    )
+    DocumentOutline.objects.bulk_create([_outline_row(version.pk, found)], ignore_conflicts=True)
     return found
+
+
+def version_outlines_store(*, version_ids: list[Any]) -> int:
+    """`version_outline_store` for many versions (a bulk write's): bodies read a few at a time,
+    outlines inserted together; returns how many of the versions exist."""
+    rows: list[DocumentOutline] = []
+    found = 0
+    versions = DocumentVersion.objects.filter(pk__in=version_ids).only("id", "content")
+    for version in versions.iterator(chunk_size=OUTLINE_BATCH):
+        rows.append(_outline_row(version.pk, structure.outline(version.content)))
+        found += 1
+        if len(rows) == OUTLINE_BATCH:
+            DocumentOutline.objects.bulk_create(rows, ignore_conflicts=True)
+            rows = []
+    DocumentOutline.objects.bulk_create(rows, ignore_conflicts=True)
+    return found
+
+
+def _outline_row(version_id: Any, found: structure.Outline) -> DocumentOutline:
+    data = structure.outline_data(found)
+    return DocumentOutline(version_id=version_id, line_count=data["line_count"], headings=data["headings"])

@@ -168,10 +168,5 @@ def store_outline_task(version_id: str) -> bool:
 def store_outlines_task(version_ids: list[str]) -> int:
     """`store_outline_task` for a bulk write's versions; returns how many still exist."""
     from knowledge import services
-    from knowledge.models import DocumentVersion
 
-    stored = 0
-    for version in DocumentVersion.objects.filter(pk__in=version_ids).iterator(chunk_size=8):
-        services.version_outline_store(version=version)
-        stored += 1
-    return stored
+    return services.version_outlines_store(version_ids=version_ids)

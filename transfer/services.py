@@ -1,8 +1,8 @@
 """The server side of the transfer protocol: bounded reads for export, receipted writes for import.
 
-Every action is its own short transaction: a namespace create, one document with its receipt, one
-reference reconciliation. A failed document never rolls back earlier ones, and a retried request
-finds the receipt instead of creating a second document.
+Every action is a short transaction: a namespace create, one document with its receipt, the
+reference reconciliation of one bounded request. A failed document never rolls back earlier ones,
+and a retried request finds the receipt instead of creating a second document.
 """
 
 from __future__ import annotations
@@ -399,7 +399,7 @@ def _item_error(item: dict[str, Any], exc: DomainError) -> dict[str, Any]:
 
 
 def _import_one(
-    *, actor: Actor, found: NamespaceImport, namespace: Namespace, bundle: str, item: dict[str, Any]
+    *, actor: Actor, found: NamespaceImport, namespace: Namespace, bundle: str, item: dict[str, Any], receipted: bool
 ) -> dict[str, Any]:
     content: str = item["content"]
     if "\x00" in content:
@@ -416,6 +416,8 @@ def _import_one(
             .select_related("document", "document__current_version")
             .defer("document__current_version__content")
             .first()
+            if receipted
+            else None
         )
         if receipt is not None:
             if receipt.digest != digest:
@@ -489,15 +491,28 @@ def import_documents(*, actor: Actor, bundle: str, slug: str, items: list[dict[s
     # after every planned document exists (instead of once now and again then). The rest of the
     # upkeep (chunks, outlines) goes out once for the request; that block is the inner one, so
     # the reference sync is still deferred when it hands over.
+    # Keys with a receipt already (a retried request) are looked up one by one; the others go
+    # straight to creation, where a concurrent retry's receipt surfaces as an IntegrityError.
+    receipted = set(
+        ImportReceipt.objects.filter(namespace_import=found, key__in={item["key"] for item in items}).values_list(
+            "key", flat=True
+        )
+    )
     with graph_hooks.deferred_reference_sync(), knowledge_services.batched_content_hooks():
         for item in items:
-            results.append(_import_item(actor=actor, found=found, bundle=bundle, item=item))
+            results.append(
+                _import_item(actor=actor, found=found, bundle=bundle, item=item, receipted=item["key"] in receipted)
+            )
     return results
 
 
-def _import_item(*, actor: Actor, found: NamespaceImport, bundle: str, item: dict[str, Any]) -> dict[str, Any]:
+def _import_item(
+    *, actor: Actor, found: NamespaceImport, bundle: str, item: dict[str, Any], receipted: bool
+) -> dict[str, Any]:
     try:
-        return _import_one(actor=actor, found=found, namespace=found.namespace, bundle=bundle, item=item)
+        return _import_one(
+            actor=actor, found=found, namespace=found.namespace, bundle=bundle, item=item, receipted=receipted
+        )
     except TransferLimit:
         raise
     except IntegrityError:
@@ -516,47 +531,73 @@ def _import_item(*, actor: Actor, found: NamespaceImport, bundle: str, item: dic
 def import_reconcile(*, actor: Actor, bundle: str, slug: str, keys: list[str]) -> list[dict[str, Any]]:
     """Re-run reference upkeep for imported documents once every planned document exists.
 
-    Links resolved at import time may have pointed at documents not created yet; re-running the
-    after-save hooks (graph reference sync) now resolves them. Each key is its own transaction.
+    Links resolved at import time may have pointed at documents not created yet; the reference
+    sync queued here (one message for the whole request) resolves them. The request is one
+    transaction over a bounded number of keys: the receipts are locked in key order, their link
+    targets looked up together, and the reconciled marks written with one update.
     """
     found = _destination(actor=actor, slug=slug, bundle=bundle)
     namespace = found.namespace
-    results: list[dict[str, Any]] = []
-    for key in keys:
-        with transaction.atomic():
-            # Lock the receipt row alone: FOR UPDATE may not reach the nullable side of a join.
-            locked = ImportReceipt.objects.select_for_update().filter(namespace_import=found, key=key)
-            receipt = None
-            if locked.values_list("pk", flat=True).first() is not None:
-                receipt = (
-                    ImportReceipt.objects.filter(namespace_import=found, key=key)
-                    .select_related("document__current_version")
-                    .first()
-                )
+    with transaction.atomic():
+        # Lock the receipt rows alone (FOR UPDATE may not reach the nullable side of a join),
+        # in one order, so that a retried request waits for the first instead of deadlocking.
+        locked = set(
+            ImportReceipt.objects.select_for_update()
+            .filter(namespace_import=found, key__in=set(keys))
+            .order_by("key")
+            .values_list("pk", flat=True)
+        )
+        receipts = {
+            receipt.key: receipt
+            for receipt in ImportReceipt.objects.filter(pk__in=locked)
+            .select_related("document")
+            .only("key", "reconciled", "reconciled_at", "document__current_version_id")
+        }
+        targets = _link_targets(receipts.values(), namespace.slug)
+        created = _created_at(namespace, {path for paths in targets.values() for path in paths})
+        results: list[dict[str, Any]] = []
+        sync: dict[UUID, tuple[UUID, UUID | None]] = {}
+        for key in keys:
+            receipt = receipts.get(key)
             if receipt is None:
                 results.append({"key": key, "status": "error", "http_status": 404, "code": "not_found"})
                 continue
             document = receipt.document
-            content = document.current_version.content if document.current_version_id else ""
-            targets = fmt.link_targets(content, namespace.slug)
-            created = (
-                list(
-                    Document.objects.filter(namespace=namespace, archived=False, path__in=targets).values_list(
-                        "created_at", flat=True
-                    )
-                )
-                if targets
-                else []
-            )
+            paths = targets.get(receipt.document_id, [])
+            resolved = [created[path] for path in paths if path in created]
             # An unreconciled document's reference sync was deferred at import: run it now, once.
-            # Otherwise only a link to a document created after this one can have been missed.
-            if not receipt.reconciled or any(when > document.created_at for when in created):
-                document_id, version_id = document.pk, document.current_version_id
-                transaction.on_commit(lambda d=document_id, v=version_id: graph_hooks.on_content_write(d, v))
-            resolved = len(created)
-            if not receipt.reconciled:
-                receipt.reconciled = True
-                receipt.reconciled_at = timezone.now()
-                receipt.save(update_fields=["reconciled", "reconciled_at"])
-        results.append({"key": key, "status": "reconciled", "references": len(targets), "resolved": resolved})
+            # Otherwise only a link to a document created after that reconciliation can be missing.
+            if not receipt.reconciled_at or any(when > receipt.reconciled_at for when in resolved):
+                sync[document.pk] = (document.pk, document.current_version_id)
+            results.append({"key": key, "status": "reconciled", "references": len(paths), "resolved": len(resolved)})
+        first_time = [receipt.pk for receipt in receipts.values() if not receipt.reconciled]
+        if first_time:
+            ImportReceipt.objects.filter(pk__in=first_time).update(reconciled=True, reconciled_at=timezone.now())
+        if sync:
+            writes = list(sync.values())
+            transaction.on_commit(lambda: graph_hooks.on_content_writes(writes))
     return results
+
+
+def _link_targets(receipts: Any, slug: str) -> dict[UUID, list[str]]:
+    """Each receipted document's link targets in `slug`, reading bodies a few at a time."""
+    versions = {receipt.document.current_version_id: receipt.document_id for receipt in receipts}
+    versions.pop(None, None)
+    targets: dict[UUID, list[str]] = {}
+    rows = DocumentVersion.objects.filter(pk__in=list(versions)).values_list("pk", "content")
+    for version_id, content in rows.iterator(chunk_size=16):
+        targets[versions[version_id]] = fmt.link_targets(content, slug)
+    return targets
+
+
+def _created_at(namespace: Namespace, paths: set[str]) -> dict[str, Any]:
+    """Creation times of the namespace's active documents at these paths."""
+    found: dict[str, Any] = {}
+    ordered = sorted(paths)
+    for start in range(0, len(ordered), 500):
+        found.update(
+            Document.objects.filter(
+                namespace=namespace, archived=False, path__in=ordered[start : start + 500]
+            ).values_list("path", "created_at")
+        )
+    return found

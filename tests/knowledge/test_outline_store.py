@@ -8,6 +8,7 @@ import pytest
 
 from knowledge import selectors, structure, version_cache
 from knowledge.models import DocumentOutline, DocumentVersion
+from knowledge.services import version_outlines_store
 from knowledge.tasks import store_outline_task
 from tests.conftest import create_document, create_namespace
 
@@ -35,6 +36,17 @@ def test_saving_stores_the_outline_after_commit(http, alice, doc):
 def test_outline_task_skips_a_purged_version(http, alice, doc):
     assert store_outline_task(str(current_version(doc).pk)) is True
     assert store_outline_task(str(uuid4())) is False
+
+
+def test_outlines_of_many_versions_are_stored_together_and_idempotently(http, alice, doc):
+    other = create_document(http, alice, "eng", "other.md", "# One\n\n## Two\n")
+    versions = [current_version(doc).pk, current_version(other).pk]
+    DocumentOutline.objects.filter(version_id__in=versions).delete()
+    assert version_outlines_store(version_ids=[*versions, uuid4()]) == 2
+    stored = DocumentOutline.objects.get(version_id=versions[1])
+    assert [h["title"] for h in stored.headings] == ["One", "Two"] and stored.line_count == 3
+    assert version_outlines_store(version_ids=versions) == 2
+    assert DocumentOutline.objects.filter(version_id__in=versions).count() == 2
 
 
 def test_outline_computed_and_stored_on_first_read(http, alice, doc):

@@ -280,6 +280,33 @@ def test_import_defers_reference_sync_to_reconcile_and_matches_a_full_sync(http,
     assert _graph_snapshot() == after_import
 
 
+def test_reconcile_hands_its_reference_sync_over_once_per_request(http, alice, monkeypatch):
+    from graph import hooks as graph_hooks
+
+    handed_over: list[list[tuple]] = []
+    real = graph_hooks.on_content_writes
+    monkeypatch.setattr(graph_hooks, "on_content_writes", lambda writes: (handed_over.append(writes), real(writes)))
+    client = http.as_(alice)
+    client.post("/kb/transfers/namespace", json=namespace_body(documents=3))
+    docs = [item(key, path, content) for key, path, content in LINKED]
+    created = client.post("/kb/transfers/documents", json={"bundle": BUNDLE, "namespace": "dest", "documents": docs})
+    ids = {result["document_id"] for result in created.json()["results"]}
+    keys = [key for key, _, _ in LINKED]
+    body = {"bundle": BUNDLE, "namespace": "dest", "keys": [*keys, "d000009"]}
+    results = client.post("/kb/transfers/reconcile", json=body).json()["results"]
+    assert [(r["key"], r["status"], r.get("references"), r.get("resolved")) for r in results] == [
+        ("d000001", "reconciled", 3, 2),
+        ("d000002", "reconciled", 1, 1),
+        ("d000003", "reconciled", 1, 1),
+        ("d000009", "error", None, None),
+    ]
+    assert len(handed_over) == 1 and {str(document_id) for document_id, _ in handed_over[0]} == ids
+    assert len({entry for entry in _graph_snapshot() if entry[0] == "edge"}) == 4
+    # Reconciled once: a repeat has nothing new to sync and hands nothing over.
+    client.post("/kb/transfers/reconcile", json={"bundle": BUNDLE, "namespace": "dest", "keys": keys})
+    assert len(handed_over) == 1
+
+
 def test_reconcile_resumed_after_a_partial_run_links_every_document(http, alice):
     client = http.as_(alice)
     client.post("/kb/transfers/namespace", json=namespace_body(documents=3))
