@@ -163,7 +163,8 @@ def raw_sql_ms(username: str, query: str) -> float:
     scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
     parsed = parse_query(query)
     with CaptureQueriesContext(connection) as captured:
-        run_search(query=parsed, scope_sql=scope_sql, scope_params=list(scope_params), limit=20, offset=0)
+        result = run_search(query=parsed, scope_sql=scope_sql, scope_params=list(scope_params), limit=20, offset=0)
+        result.best_chunks([hit.document_id for hit in result.ranked])  # the snippets the API shows
     statements = [q["sql"] for q in captured.captured_queries]
     timings = []
     with connection.cursor() as cursor:

@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -355,8 +355,21 @@ class RankedDocument:
 class SearchResult:
     total: int
     ranked: list[RankedDocument]
-    best_chunks: dict[Any, SearchChunk]
     relaxed: bool
+    # The query's matching clauses, to pick snippet chunks later (see `best_chunks`).
+    indexed: list[tuple[int, Clause]] = field(default_factory=list)
+
+    def best_chunks(self, document_ids: list[Any]) -> dict[Any, SearchChunk]:
+        """For each of these documents, the body chunk that best matches the query.
+
+        Asked for separately, for just the documents a page shows snippets of: hybrid search
+        ranks many text candidates but shows a few, and `content_mode=none` shows none.
+        """
+        if not self.indexed or not document_ids:
+            return {}
+        if connection.vendor == "postgresql":
+            return _pg_best_chunks(self.indexed, document_ids)
+        return _best_chunks(self.indexed, document_ids)
 
 
 def _with_proximity(clauses: list[Clause], relaxed: bool) -> list[tuple[int, Clause]]:
@@ -370,7 +383,7 @@ def _with_proximity(clauses: list[Clause], relaxed: bool) -> list[tuple[int, Cla
 
 
 def run_search(*, query: ParsedQuery, scope_sql: str, scope_params: list[Any], limit: int, offset: int) -> SearchResult:
-    """Rank every in-scope matching document; return one page plus the best chunk of each hit.
+    """Rank every in-scope matching document and return one page (`best_chunks` picks snippets).
 
     `scope_sql` selects the ids of documents the actor may see under the request's filters.
     """
@@ -379,7 +392,7 @@ def run_search(*, query: ParsedQuery, scope_sql: str, scope_params: list[Any], l
     clauses, excluded = query.clauses, query.excluded
     indexed = _with_proximity(clauses, query.relaxed)
     if not clauses:
-        return SearchResult(total=0, ranked=[], best_chunks={}, relaxed=query.relaxed)
+        return SearchResult(total=0, ranked=[], relaxed=query.relaxed)
     hits_sql, hits_params = _union(indexed)
     required = 1 if query.relaxed else len(clauses)
     per_clause = "SELECT document_id, clause, MAX(score) AS score FROM hits GROUP BY document_id, clause"
@@ -413,18 +426,16 @@ def run_search(*, query: ParsedQuery, scope_sql: str, scope_params: list[Any], l
             cursor.execute(base + " SELECT COUNT(*) FROM ranked", params)
             total = cursor.fetchone()[0]
     ranked = [RankedDocument(document_id=UUID(str(r[0])), coverage=int(r[1]), score=float(r[2])) for r in rows]
-    return SearchResult(total=total, ranked=ranked, best_chunks=_best_chunks(indexed, ranked), relaxed=query.relaxed)
+    return SearchResult(total=total, ranked=ranked, relaxed=query.relaxed, indexed=indexed)
 
 
-def _best_chunks(indexed: list[tuple[int, Clause]], ranked: list[RankedDocument]) -> dict[Any, SearchChunk]:
+def _best_chunks(indexed: list[tuple[int, Clause]], document_ids: list[Any]) -> dict[Any, SearchChunk]:
     """For each hit, the body chunk that matches the most clauses (best score on ties).
 
     Chunks are chosen from the hit rows alone; only the chosen ones are read (a large document
     can match in thousands of chunks).
     """
-    if not ranked:
-        return {}
-    ids = [r.document_id.hex for r in ranked]
+    ids = [UUID(str(document_id)).hex for document_id in document_ids]
     hits_sql, hits_params = _union(indexed)
     scope = "SELECT id FROM knowledge_document WHERE id IN (" + ", ".join(["%s"] * len(ids)) + ")"
     with connection.cursor() as cursor:
@@ -598,7 +609,7 @@ def pg_run_search(
             selects.append(part)
             matchable.append(clause)
     if not selects:
-        return SearchResult(total=0, ranked=[], best_chunks={}, relaxed=query.relaxed)
+        return SearchResult(total=0, ranked=[], relaxed=query.relaxed)
     required = 1 if query.relaxed else len(selects)
     excluded = [part for i, c in enumerate(query.excluded) if (part := _pg_clause_select(c, 1000 + i, stems))]
     clause_sql = " UNION ALL ".join(sql for sql, _ in selects)
@@ -649,20 +660,19 @@ def pg_run_search(
             cursor.execute(base + " SELECT COUNT(*) FROM ranked", params)
             total = cursor.fetchone()[0]
     ranked = [RankedDocument(document_id=UUID(str(r[0])), coverage=int(r[1]), score=float(r[2])) for r in rows]
-    best_chunks = _pg_best_chunks(_with_proximity(matchable, query.relaxed), ranked)
-    return SearchResult(total=total, ranked=ranked, best_chunks=best_chunks, relaxed=query.relaxed)
+    return SearchResult(
+        total=total, ranked=ranked, relaxed=query.relaxed, indexed=_with_proximity(matchable, query.relaxed)
+    )
 
 
-def _pg_best_chunks(indexed: list[tuple[int, Clause]], ranked: list[RankedDocument]) -> dict[Any, SearchChunk]:
+def _pg_best_chunks(indexed: list[tuple[int, Clause]], document_ids: list[Any]) -> dict[Any, SearchChunk]:
     """For each hit, the body chunk that matches the most clauses (best rank on ties), among its
     first matching chunks: a large document can match in thousands of chunks.
 
     The first pass looks only at the opening chunks of each document, so a hit with thousands of
     chunks costs no more than a small one; the few hits that match only further down get a second.
     """
-    if not ranked:
-        return {}
-    ids = [r.document_id for r in ranked]
+    ids = list(document_ids)
     best = _pg_first_matching_chunks(indexed, ids, below_ordinal=BEST_CHUNK_SCAN_ORDINALS)
     missing = [document_id for document_id in ids if document_id not in best]
     if missing:

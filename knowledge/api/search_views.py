@@ -17,7 +17,7 @@ from knowledge.api import serializers as s
 from knowledge.api.views import parse, responses
 from knowledge.embeddings import search as embedding_search
 from knowledge.models import DocumentKind, DocumentStatus, SearchChunk
-from knowledge.search import HEADER_ORDINAL, make_snippet, run_search
+from knowledge.search import HEADER_ORDINAL, SearchResult, make_snippet, run_search
 from knowledge.search_query import parse_query
 from workspaces.models import Visibility
 
@@ -127,7 +127,7 @@ class Ranked:
     total: int = 0
     relaxed: bool = False
     scores: dict[Any, tuple[float, int]] = field(default_factory=dict)
-    text_chunks: dict[Any, SearchChunk] = field(default_factory=dict)
+    text: SearchResult | None = None  # the text leg, which picks snippet chunks for its hits
     semantic: dict[Any, Any] = field(default_factory=dict)
     text_ranks: dict[Any, int] = field(default_factory=dict)
     semantic_ranks: dict[Any, int] = field(default_factory=dict)
@@ -196,8 +196,12 @@ class SearchView(APIView):
                 ranked = self._text(documents, parsed, limit, offset)
         by_id = documents.in_bulk(ranked.order)
         page = [by_id[pk] for pk in ranked.order if pk in by_id]
-        chunks = ranked.text_chunks
+        chunks: dict[Any, SearchChunk] = {}
         if content_mode == "snippet":
+            if ranked.text is not None:
+                text_hits = {r.document_id for r in ranked.text.ranked}
+                found = ranked.text.best_chunks([doc.pk for doc in page if doc.pk in text_hits])
+                chunks = {pk: chunk for pk, chunk in found.items() if chunk.ordinal != HEADER_ORDINAL}
             missing = [doc.pk for doc in page if doc.pk not in chunks and doc.pk not in ranked.semantic]
             chunks.update(_first_body_chunks(missing) if missing else {})
         context = {"request": request, "include_content": content_mode == "full"}
@@ -260,7 +264,7 @@ class SearchView(APIView):
             total=result.total,
             relaxed=result.relaxed,
             scores={r.document_id: (r.score, r.coverage) for r in result.ranked},
-            text_chunks={k: v for k, v in result.best_chunks.items() if v.ordinal != HEADER_ORDINAL},
+            text=result,
         )
 
     @staticmethod
@@ -299,7 +303,7 @@ class SearchView(APIView):
             total=max(text.total, len(fused)),
             relaxed=text.relaxed,
             scores={pk: (round(score, 6), text.scores.get(pk, (0.0, 0))[1]) for pk, score in window},
-            text_chunks=text.text_chunks,
+            text=text.text,
             semantic=semantic_leg.semantic,
             text_ranks=text_ranks,
             semantic_ranks=semantic_ranks,

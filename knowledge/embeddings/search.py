@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from config.exceptions import Invalid
 from knowledge.embeddings import pipeline, store
 from knowledge.models import EmbeddingSpace
+from workspaces import semantic
 
 CHUNKS_PER_DOCUMENT = 3
 MAX_CANDIDATE_CHUNKS = 2000
@@ -54,10 +55,9 @@ def embed_query(workspace_id: int, text: str) -> tuple[EmbeddingSpace, list[floa
     """The query's vector in the active space; provider failures are 400 semantic_unavailable."""
     from knowledge.embeddings.providers import ProviderError, provider_for, spec_from_policy
 
-    reason = pipeline.unavailable_reason(workspace_id)
-    if reason:
-        raise unavailable(workspace_id, "semantic")
     row, policy = pipeline.workspace_policy(workspace_id)
+    if semantic.unavailable_reason(policy, bool(row.api_key_sealed)):
+        raise unavailable(workspace_id, "semantic")
     key = pipeline.workspace_key(row, policy)
     started = time.perf_counter()
     try:

@@ -72,6 +72,12 @@ def test_hybrid_fuses_text_and_semantic_ranks(http, semantic_admin, indexed, ali
     top = body["data"][0]
     assert top["text_rank"] == 1 and top["semantic_rank"] == 1
     assert top["score"] == pytest.approx(2 / (60 + 1), rel=1e-3)
+    # Snippets: the text leg's best chunk for its hits, the best semantic chunk for the others.
+    assert "Blue green deploys" in top["snippet"]["text"] and top["snippet"]["start_line"] == 1
+    semantic_only = [hit for hit in body["data"] if hit["text_rank"] is None]
+    assert semantic_only and all(hit["snippet"]["text"] for hit in semantic_only)
+    bare = search(http, alice, q="blue green deploys", mode="hybrid", content_mode="none")
+    assert paths(bare) == paths(body) and all(hit["snippet"] is None for hit in bare["data"])
     wider = search(http, alice, q="blue green deploys", mode="hybrid", rrf_k=1)
     assert wider["data"][0]["score"] == pytest.approx(2 / (1 + 1), rel=1e-3)
 
