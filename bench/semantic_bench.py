@@ -367,8 +367,11 @@ class Bench:
             time.sleep(3)  # worker start-up is not part of an edit's latency
             for n, document_id in enumerate(self.rng.sample(candidates, self.sizes["fresh"])):
                 nonce = " ".join(f"{word}{n}" for word in NONCE_WORDS)
+                # A section long enough (~100 tokens) to be a chunk of its own: a short one is merged
+                # into its neighbour, whose other words then decide whether the query finds it.
+                section = "\n".join([nonce] * 10)
                 document = Document.objects.select_related("current_version").get(pk=document_id)
-                content = document.current_version.content + f"\n\n## Fresh {n}\n\n{nonce}\n"
+                content = document.current_version.content + f"\n\n## Fresh {n}\n\n{section}\n"
                 kb.document_revise(actor=actor, document_id=document_id, content=content)
                 saved = time.perf_counter()
                 while time.perf_counter() - saved < 60:
@@ -394,7 +397,11 @@ class Bench:
             worker.terminate()
             worker.wait(20)
             worker_log.close()
-        self.results["freshness"] = {"edits": len(delays), **summary(delays)}
+        self.results["freshness"] = {
+            "edits": len(delays),
+            **summary(delays),
+            "delays_s": [round(delay, 2) for delay in delays],
+        }
 
     def close(self) -> None:
         self.server.stop()
