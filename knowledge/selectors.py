@@ -98,6 +98,19 @@ def _document_base(actor: Actor) -> QuerySet[Document]:
     )
 
 
+def readable_share(*, actor: Actor, filters: DocumentFilters) -> float:
+    """About what fraction of the workspace's documents `document_list` can return: readable
+    namespaces over all (one, when the filters name a namespace). Only an estimate, from the
+    permissions the actor has already loaded; semantic search sizes its candidate list with it."""
+    permissions = access.namespace_permissions(actor)
+    if not permissions:
+        return 1.0
+    readable = len(access.namespace_ids_with(actor, Permission.READ))
+    if filters.namespace:
+        readable = min(readable, 1)
+    return readable / len(permissions)
+
+
 def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bool = False) -> QuerySet[Document]:
     """Readable documents matching the filters, ordered; drafts of others hidden unless asked."""
     if filters.archive_filter not in ARCHIVE_FILTERS:

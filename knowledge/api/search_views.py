@@ -178,6 +178,7 @@ class SearchView(APIView):
         documents = selectors.document_list(actor=actor, filters=filters, include_content=content_mode == "full")
         limit, offset = query["limit"], query["offset"]
         parsed = parse_query(query["q"])
+        share = selectors.readable_share(actor=actor, filters=filters) if effective != "text" else 1.0
         ranked = Ranked()
         if not query["q"].strip():
             ranked.total = documents.count()
@@ -185,10 +186,10 @@ class SearchView(APIView):
         elif effective == "text":
             ranked = self._text(documents, parsed, limit, offset)
         elif effective == "semantic":
-            ranked = self._semantic(workspace_id, documents, query, limit, offset)
+            ranked = self._semantic(workspace_id, documents, query, limit, offset, share)
         else:
             try:
-                ranked = self._hybrid(workspace_id, documents, parsed, query, limit, offset)
+                ranked = self._hybrid(workspace_id, documents, parsed, query, limit, offset, share)
             except Invalid as exc:  # the provider could not embed the query: text still answers
                 if exc.code != "semantic_unavailable":
                     raise
@@ -268,7 +269,9 @@ class SearchView(APIView):
         )
 
     @staticmethod
-    def _semantic(workspace_id: int, documents: Any, query: dict[str, Any], limit: int, offset: int) -> Ranked:
+    def _semantic(
+        workspace_id: int, documents: Any, query: dict[str, Any], limit: int, offset: int, share: float
+    ) -> Ranked:
         scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
         result = embedding_search.semantic_search(
             workspace_id=workspace_id,
@@ -278,6 +281,7 @@ class SearchView(APIView):
             limit=limit,
             offset=offset,
             min_similarity=query["min_similarity"],
+            share=share,
         )
         return Ranked(
             order=[m.document_id for m in result.matches],
@@ -288,12 +292,19 @@ class SearchView(APIView):
         )
 
     def _hybrid(
-        self, workspace_id: int, documents: Any, parsed: Any, query: dict[str, Any], limit: int, offset: int
+        self,
+        workspace_id: int,
+        documents: Any,
+        parsed: Any,
+        query: dict[str, Any],
+        limit: int,
+        offset: int,
+        share: float,
     ) -> Ranked:
         """Reciprocal rank fusion of the two legs' top candidates."""
         depth = min(HYBRID_MAX_CANDIDATES, max(HYBRID_MIN_CANDIDATES, (offset + limit) * 2))
         text = self._text(documents, parsed, depth, 0)
-        semantic_leg = self._semantic(workspace_id, documents, query, depth, 0)
+        semantic_leg = self._semantic(workspace_id, documents, query, depth, 0, share)
         fused = embedding_search.reciprocal_rank_fusion([text.order, semantic_leg.order], k=query.get("rrf_k"))
         window = fused[offset : offset + limit]
         text_ranks = {pk: rank for rank, pk in enumerate(text.order, start=1)}

@@ -50,6 +50,8 @@ def on_policy_change(workspace_id: int, before: dict[str, Any], after: dict[str,
 def vector_store_problem() -> str | None:
     from knowledge.embeddings import store
 
+    if store.is_ready():  # remembered per process once true: every semantic query asks
+        return None
     vectors = store.status()
     return None if vectors.ready else f"{vectors.reason} {vectors.hint}"
 

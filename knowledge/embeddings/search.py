@@ -10,6 +10,7 @@ readable matches exist.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,17 +73,27 @@ def embed_query(workspace_id: int, text: str) -> tuple[EmbeddingSpace, list[floa
     return pipeline.space_for(workspace_id, policy), vector, (time.perf_counter() - started) * 1000
 
 
-OVERFETCH = 5  # HNSW candidates per wanted chunk before the access filter
+OVERFETCH = 5  # HNSW candidates per wanted chunk before the access filter (an unfiltered scope)
+FILTERED_OVERFETCH = 2  # per wanted chunk, on top of 1 / the share of documents the scope keeps
+EXACT_BELOW_SHARE = 0.05  # a scope keeping less than this compares its own chunks, skipping HNSW
 
 
 def _chunk_rows(
-    space: EmbeddingSpace, vector: list[float], scope_sql: str, scope_params: list[Any], fetch: int, *, exact: bool
+    space: EmbeddingSpace,
+    vector: list[float],
+    scope_sql: str,
+    scope_params: list[Any],
+    fetch: int,
+    *,
+    exact: bool,
+    share: float = 1.0,
 ) -> list[tuple[Any, ...]]:
     """Nearest readable chunks of current versions.
 
-    Approximate: the HNSW index alone (a query planners cannot turn into a join) yields
-    `fetch * OVERFETCH` candidates, iteratively scanned, then the access filter applies. Exact:
-    every permitted chunk is compared, which is cheap precisely when the filter is selective.
+    Approximate: the HNSW index alone (a query planners cannot turn into a join) yields enough
+    candidates, iteratively scanned, for `fetch` of them to pass the access filter when the scope
+    keeps `share` of the documents. Exact: every permitted chunk is compared, which is cheap
+    precisely when the filter is selective.
     """
     cast, _ = store.vector_type(space.dimensions)
     distance = f"(v.embedding::{cast} <=> %s::{cast})"
@@ -93,19 +104,27 @@ def _chunk_rows(
         WHERE c.document_id IN ({scope_sql})
     """
     if exact:
+        # Driven from the permitted chunks, each vector read by primary key. A new space's stale
+        # statistics can make the planner walk the space's vectors instead: LIMIT keeps the
+        # lateral lookup from being flattened into a join, `+ 0` keeps the space_id condition
+        # out of index choice, so only the primary key's chunk_id prefix can serve it.
         sql = f"""
             SELECT n.chunk_id, n.distance, {columns} FROM (
-                SELECT v.chunk_id, {distance} AS distance FROM {store.TABLE} v
-                JOIN knowledge_embeddingchunk c ON c.id = v.chunk_id
-                JOIN knowledge_document d ON d.id = c.document_id AND d.current_version_id = c.version_id
-                WHERE v.space_id = %s AND c.document_id IN ({scope_sql})
+                SELECT p.id AS chunk_id, {distance} AS distance FROM (
+                    SELECT c.id FROM knowledge_embeddingchunk c
+                    JOIN knowledge_document d ON d.id = c.document_id AND d.current_version_id = c.version_id
+                    WHERE c.document_id IN ({scope_sql})
+                ) p CROSS JOIN LATERAL (
+                    SELECT v.embedding FROM {store.TABLE} v WHERE v.chunk_id = p.id AND v.space_id + 0 = %s LIMIT 1
+                ) v
                 ORDER BY distance LIMIT %s
             ) n JOIN knowledge_embeddingchunk c ON c.id = n.chunk_id
             ORDER BY n.distance
         """
-        params = [store.literal(vector), space.pk, *scope_params, fetch]
+        params = [store.literal(vector), *scope_params, space.pk, fetch]
     else:
-        candidates = min(MAX_CANDIDATE_CHUNKS * OVERFETCH, max(200, fetch * OVERFETCH))
+        wanted = fetch * OVERFETCH if share >= 1 else math.ceil(fetch * FILTERED_OVERFETCH / max(share, 0.01))
+        candidates = min(MAX_CANDIDATE_CHUNKS * OVERFETCH, max(200, wanted))
         sql = f"""
             WITH nearest AS MATERIALIZED (
                 SELECT v.chunk_id, {distance} AS distance FROM {store.TABLE} v
@@ -116,9 +135,7 @@ def _chunk_rows(
         """
         params = [store.literal(vector), int(space.pk), candidates, *scope_params, fetch]
     with transaction.atomic(), connection.cursor() as cursor:
-        if exact:
-            cursor.execute("SET LOCAL enable_indexscan = off")
-        else:
+        if not exact:
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(1000, candidates))])
         cursor.execute(sql, params)
@@ -126,12 +143,18 @@ def _chunk_rows(
 
 
 def nearest_chunks(
-    space: EmbeddingSpace, vector: list[float], scope_sql: str, scope_params: list[Any], fetch: int
+    space: EmbeddingSpace, vector: list[float], scope_sql: str, scope_params: list[Any], fetch: int, share: float = 1.0
 ) -> tuple[list[tuple[Any, ...]], bool]:
-    """Up to `fetch` readable chunks, nearest first; (rows, exact?)."""
-    rows = _chunk_rows(space, vector, scope_sql, scope_params, fetch, exact=False)
-    if len(rows) >= fetch:
-        return rows, False
+    """Up to `fetch` readable chunks, nearest first; (rows, exact?).
+
+    `share` estimates the fraction of the workspace's documents the scope keeps: a small one goes
+    straight to the exact comparison, a larger one sizes the approximate candidate list; a page
+    the approximate list leaves short is completed exactly either way.
+    """
+    if share >= EXACT_BELOW_SHARE:
+        rows = _chunk_rows(space, vector, scope_sql, scope_params, fetch, exact=False, share=share)
+        if len(rows) >= fetch:
+            return rows, False
     return _chunk_rows(space, vector, scope_sql, scope_params, fetch, exact=True), True
 
 
@@ -145,6 +168,7 @@ def semantic_search(
     offset: int,
     min_similarity: float = 0.0,
     snippet_chars: int = 400,
+    share: float = 1.0,
 ) -> SemanticResult:
     """Documents ranked by their best chunk's cosine similarity, with up to three matching chunks each."""
     space, vector, embed_ms = embed_query(workspace_id, text)
@@ -152,7 +176,7 @@ def semantic_search(
     fetch = min(MAX_CANDIDATE_CHUNKS, max(40, wanted * 4))
     started = time.perf_counter()
     while True:
-        rows, exact = nearest_chunks(space, vector, scope_sql, scope_params, fetch)
+        rows, exact = nearest_chunks(space, vector, scope_sql, scope_params, fetch, share)
         matches = _group(rows, min_similarity, snippet_chars)
         exhausted = len(rows) < fetch or (rows and 1 - float(rows[-1][1]) < min_similarity)
         if len(matches) >= wanted or exhausted or fetch >= MAX_CANDIDATE_CHUNKS:

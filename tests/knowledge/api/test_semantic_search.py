@@ -6,6 +6,7 @@ import pytest
 
 from knowledge.models import ChunkState, EmbeddingChunk
 from tests.conftest import create_document, create_namespace, grant
+from tests.embedding_server import word_vector
 from tests.knowledge.semantic_helpers import (
     KEY,
     enable,
@@ -99,6 +100,38 @@ def test_unreadable_documents_never_appear_and_pages_stay_full(http, semantic_ad
     assert {hit["namespace"]["slug"] for hit in hybrid["data"]} == {"open"}
     grant(http, semantic_admin, "secret", [("bob", "read")])
     assert len(search(http, bob, q="backup restore nightly", mode="semantic", limit=20)["data"]) == 20
+
+
+def test_a_reader_of_few_namespaces_gets_the_exact_nearest_documents(http, semantic_admin, make_member, embedder):
+    """Under 5% of the namespaces readable: the permitted chunks are compared directly."""
+    from knowledge import selectors
+    from knowledge.embeddings import search as semantic_search
+    from workspaces.access import actor_for
+
+    carol = make_member("member", username="carol")
+    for n in range(24):
+        create_namespace(http, semantic_admin, f"team-{n}")
+        create_document(http, semantic_admin, f"team-{n}", "plan.md", f"# Backup plan {n}\n\nbackup restore nightly\n")
+    create_namespace(http, semantic_admin, "shared", others_can="read")
+    for n in range(12):
+        words = " ".join(["backup"] * (n + 1) + ["gardening"] * (12 - n))
+        create_document(http, semantic_admin, "shared", f"s{n}.md", f"# Notes {n}\n\n{words}\n")
+    actor = actor_for(carol.user, carol.workspace)
+    share = selectors.readable_share(actor=actor, filters=selectors.DocumentFilters())
+    assert share < semantic_search.EXACT_BELOW_SHARE
+    query = "backup restore nightly"
+    body = search(http, carol, q=query, mode="semantic", limit=5)
+    # The exact order: each readable document's best chunk by cosine, computed here from the
+    # loopback provider's own vectors.
+    wanted = word_vector(query, embedder.dimensions)
+    best: dict[str, float] = {}
+    for chunk in EmbeddingChunk.objects.filter(document__namespace__slug="shared").select_related("document"):
+        cosine = sum(a * b for a, b in zip(wanted, word_vector(chunk.text, embedder.dimensions), strict=True))
+        best[chunk.document.path] = max(best.get(chunk.document.path, -1.0), cosine)
+    ranked = sorted(best, key=lambda path: -best[path])
+    assert {hit["namespace"]["slug"] for hit in body["data"]} == {"shared"}
+    assert [round(hit["score"], 4) for hit in body["data"]] == [round(best[path], 4) for path in ranked[:5]]
+    assert set(paths(body)) <= {path for path in ranked if best[path] >= best[ranked[4]] - 1e-9}
 
 
 def test_archived_documents_leave_semantic_results(http, semantic_admin, indexed, alice):
