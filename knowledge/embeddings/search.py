@@ -80,6 +80,7 @@ EXACT_BELOW_SHARE = 0.05  # a scope keeping less than this compares its own chun
 # 10,000-document bench, iterative scans for 800 and more candidates ran for over a second):
 # a scope that would need one goes exact instead, unless it keeps most documents anyway.
 MAX_APPROXIMATE_CANDIDATES = 400
+HNSW_MAX_EF_SEARCH = 1000  # pgvector refuses more; iterative scans go on past it
 BROAD_SHARE = 0.5
 
 
@@ -128,7 +129,7 @@ def _chunk_rows(
         """
         params = [store.literal(vector), *scope_params, space.pk, fetch]
     else:
-        candidates = max(200, approximate_candidates(fetch, share))
+        candidates = min(MAX_CANDIDATE_CHUNKS * OVERFETCH, max(200, approximate_candidates(fetch, share)))
         sql = f"""
             WITH nearest AS MATERIALIZED (
                 SELECT v.chunk_id, {distance} AS distance FROM {store.TABLE} v
@@ -141,7 +142,7 @@ def _chunk_rows(
     with transaction.atomic(), connection.cursor() as cursor:
         if not exact:
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(candidates)])
+            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(HNSW_MAX_EF_SEARCH, candidates))])
         cursor.execute(sql, params)
         return cursor.fetchall()
 

@@ -134,6 +134,13 @@ def test_a_reader_of_few_namespaces_gets_the_exact_nearest_documents(http, seman
     assert set(paths(body)) <= {path for path in ranked if best[path] >= best[ranked[4]] - 1e-9}
 
 
+def test_deep_pages_ask_hnsw_for_no_more_than_it_allows(http, semantic_admin, indexed, alice):
+    # offset 400 + limit 100 wants 2,000 chunks: 10,000 candidates, past pgvector's ef_search cap.
+    for mode in ("semantic", "hybrid"):
+        body = search(http, alice, q="restore the nightly backup", mode=mode, limit=100, offset=400)
+        assert body["data"] == [] and body["total"] == len(indexed)
+
+
 def test_archived_documents_leave_semantic_results(http, semantic_admin, indexed, alice):
     archived = http.as_(semantic_admin).patch(f"/kb/documents/{indexed['team/lunch.md']}", json={"archived": True})
     assert archived.status_code == 200, archived.text
