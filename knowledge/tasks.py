@@ -170,3 +170,11 @@ def store_outlines_task(version_ids: list[str]) -> int:
     from knowledge import services
 
     return services.version_outlines_store(version_ids=version_ids)
+
+
+@shared_task(ignore_result=True)
+def flush_search_pending_task() -> int:
+    """After a large write: merge the text index's pending entries, which the write left for us."""
+    from knowledge import search
+
+    return search.flush_pending_entries()

@@ -80,7 +80,9 @@ def workers(broker_url, tmp_path):
 
 @pytest.fixture
 def queue(broker_url):
-    sender = Celery(broker=broker_url)
+    # Not the current app: shared tasks would follow it, and later tests in this process would
+    # send their tasks to this broker instead of running them eagerly.
+    sender = Celery(broker=broker_url, set_as_current=False)
     yield lambda name, *args: sender.send_task(f"knowledge.tasks.{name}", args=list(args))
     sender.close()
 

@@ -11,7 +11,7 @@ from django.db import connection
 
 from knowledge import search, services
 from knowledge.models import SearchChunk, SearchTerm
-from knowledge.search import _CHUNKS_OF_DOCUMENT, _TERM_COUNTS, HEADER_ORDINAL, _path_words, chunk_lines, term_length
+from knowledge.search import _TERM_COUNTS, HEADER_ORDINAL, _path_words, chunk_lines, term_length
 from workspaces.services import namespace_create
 
 pytestmark = pytest.mark.django_db
@@ -54,9 +54,11 @@ def _term_rows(document) -> set[tuple]:
 
 
 def _terms_from_scratch(document, content: str) -> set[tuple]:
-    """What a full rebuild computes from the stored chunks' tsvectors."""
+    """The stored chunks' tsvectors counted by unnesting them: the delta's way, not the rebuild's
+    (ts_stat), so each checks the other."""
+    chunks = "SELECT ordinal, search_vector, 1 AS sign FROM knowledge_searchchunk WHERE document_id = %s"
     with connection.cursor() as cursor:
-        cursor.execute(_TERM_COUNTS.format(chunks=_CHUNKS_OF_DOCUMENT), [document.pk])
+        cursor.execute(_TERM_COUNTS.format(chunks=chunks), [document.pk])
         length = term_length(len(content))
         return {(lexeme, body, title, length) for lexeme, body, title in cursor.fetchall()}
 
@@ -135,6 +137,61 @@ def test_whole_document_edits_still_search_correctly(http, alice, namespace):
     gone = http.as_(alice).get("/kb/search", params={"q": '"kernel ledger"'}).json()
     assert gone["total"] == 0
     _assert_index_matches(document, "zanzibar quoll\n\nnothing else")
+
+
+def test_rewriting_most_of_a_document_recounts_its_terms(alice, namespace, monkeypatch):
+    """A rewrite keeping a few chunks recounts the document's terms instead of applying a delta,
+    and the counts equal an index built from scratch."""
+    rng = random.Random(12)
+    kept = _paragraphs(rng, 4)
+    content = "\n\n".join(kept + _paragraphs(rng, 40))
+    document = services.document_create(actor=alice.actor, namespace=namespace, path="rewrite.md", content=content)
+    kept_ids = set(SearchChunk.objects.filter(document=document, ordinal__lte=1).values_list("id", flat=True))
+    deltas = []
+    monkeypatch.setattr(search, "_update_terms", lambda *args, **kwargs: deltas.append(kwargs))
+    content = "\n\n".join([*kept, "zanzibar " * 30, *_paragraphs(random.Random(13), 40)])
+    services.document_revise(actor=alice.actor, document_id=document.pk, content=content)
+    assert deltas == []  # no delta: a recount
+    assert kept_ids & set(SearchChunk.objects.filter(document=document).values_list("id", flat=True))
+    _assert_index_matches(document, content)
+    if connection.vendor == "postgresql":
+        assert SearchTerm.objects.get(document=document, lexeme="zanzibar").body_tf == 30
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="GIN's pending list is PostgreSQL's; FTS5 has none")
+def test_a_large_write_leaves_the_gin_merge_to_a_worker(http, alice, namespace, monkeypatch):
+    """PostgreSQL: a write of many chunks keeps its index entries in GIN's pending list (so the
+    save does not merge them into the index) and queues the merge task after commit; its words
+    are searchable before and after the merge."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET gin_pending_list_limit = 64")  # kB, the least: any merge would run inside the write
+    search.flush_pending_entries()
+    rng = random.Random(21)
+    paragraphs = [
+        " ".join(f"w{rng.randrange(10**6)}" for _ in range(80)) for _ in range(4 * search.DEFERRED_MERGE_CHUNKS)
+    ]
+    paragraphs[-1] += " zanzibar"
+    merge, found_while_pending, merged = search.flush_pending_entries, [], []
+
+    def search_then_merge() -> int:
+        found = http.as_(alice).get("/kb/search", params={"q": "zanzibar"}).json()
+        found_while_pending.extend(hit["document"]["id"] for hit in found["data"])
+        merged.append(merge())
+        return merged[-1]
+
+    monkeypatch.setattr(search, "flush_pending_entries", search_then_merge)
+    document = services.document_create(
+        actor=alice.actor, namespace=namespace, path="huge.md", content="\n\n".join(paragraphs)
+    )
+    assert SearchChunk.objects.filter(document=document).count() > search.DEFERRED_MERGE_CHUNKS
+    assert found_while_pending == [str(document.pk)]
+    assert len(merged) == 1, "one merge task, queued after commit"
+    assert merged[0] > 4 * 64 // 8, "the write's entries were still pending (a merge inside it leaves under 8 pages)"
+    assert merge() == 0
+    found = http.as_(alice).get("/kb/search", params={"q": "zanzibar"}).json()
+    assert [hit["document"]["id"] for hit in found["data"]] == [str(document.pk)]
+    with connection.cursor() as cursor:
+        cursor.execute("RESET gin_pending_list_limit")
 
 
 def test_migration_copy_of_term_length_matches():
