@@ -170,8 +170,9 @@ class SearchTerm(models.Model):
                 opclasses=["text_pattern_ops"],
                 include=["document", "body_tf", "title_tf", "doc_length"],
             ),
-            models.Index(fields=["document"], name="searchterm_document"),
         ]
+        # One row per term of a document; the index also finds the rows a revision changes.
+        constraints = [models.UniqueConstraint(fields=["document", "lexeme"], name="searchterm_document_lexeme")]
 
     def __str__(self) -> str:
         return f"{self.lexeme}@{self.document_id}"
