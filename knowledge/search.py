@@ -575,7 +575,7 @@ def _lexemes(words: list[str]) -> list[list[str]]:
 
 def _bm25_sql() -> str:
     return (
-        f"LN(1 + (n.docs - t.df + 0.5) / (t.df + 0.5)) * (t.tf * {BM25_K1 + 1}) / "
+        f"LN(1 + ((SELECT docs FROM n) - t.df + 0.5) / (t.df + 0.5)) * (t.tf * {BM25_K1 + 1}) / "
         f"(t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * t.doc_length / {AVERAGE_LENGTH}))"
     )
 
@@ -595,7 +595,7 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]]) -> tuple[str, list[
         if prefix is None:  # a prefix phrase ("foo-ba*"): match the phrase through the chunks
             return None
         return (
-            f"SELECT t.document_id, SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme LIKE %s')}) t, n "
+            f"SELECT t.document_id, SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme LIKE %s')}) t "
             f"WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id",
             [prefix + "%"],
         )
@@ -614,7 +614,7 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]]) -> tuple[str, list[
     lexemes = sorted({lex for word in term.words for lex in stems.get(word, [])})
     if not lexemes:
         return None
-    scored = f"SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme = ANY(%s)')}) t, n"
+    scored = f"SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme = ANY(%s)')}) t"
     in_scope = "WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id"
     if not term.is_phrase:
         return f"SELECT t.document_id, {scored} {in_scope}", [lexemes]
