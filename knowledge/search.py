@@ -616,7 +616,8 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]]) -> tuple[str, list[
         return None
     scored = f"SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme = ANY(%s)')}) t"
     in_scope = "WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id"
-    if not term.is_phrase:
+    # A phrase whose other words are stop words ("naxmorkem before") is that one word.
+    if not term.is_phrase or (len(lexemes) == 1 and sum(bool(stems.get(word)) for word in term.words) == 1):
         return f"SELECT t.document_id, {scored} {in_scope}", [lexemes]
     # The candidates hold every word; only the chunks know which hold them in order. A few
     # candidates: check each one's chunks. Many: one GIN pass finds every chunk with the phrase

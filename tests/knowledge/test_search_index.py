@@ -254,3 +254,6 @@ def test_phrases_match_the_same_documents_either_way_they_are_checked(http, alic
     found = http.as_(alice).get("/kb/search", params={"q": '"walrus opal"', "limit": 100}).json()
     assert {hit["document"]["path"] for hit in found["data"]} == expected
     assert found["total"] == len(expected)
+    if connection.vendor == "postgresql":  # english stop words drop out: the phrase is one word
+        found = http.as_(alice).get("/kb/search", params={"q": '"the opal"', "limit": 100}).json()
+        assert found["total"] == 12
