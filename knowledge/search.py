@@ -574,9 +574,11 @@ def _lexemes(words: list[str]) -> list[list[str]]:
 
 
 def _bm25_sql() -> str:
+    # float8 constants: a bare 0.75 is numeric in PostgreSQL, whose arithmetic is several times slower.
+    k1, b, average = (f"{value}::float8" for value in (BM25_K1, BM25_B, AVERAGE_LENGTH))
     return (
-        f"LN(1 + ((SELECT docs FROM n) - t.df + 0.5) / (t.df + 0.5)) * (t.tf * {BM25_K1 + 1}) / "
-        f"(t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * t.doc_length / {AVERAGE_LENGTH}))"
+        f"LN(1 + ((SELECT docs FROM n) - t.df + 0.5::float8) / (t.df + 0.5::float8)) * (t.tf * ({k1} + 1)) / "
+        f"(t.tf + {k1} * (1 - {b} + {b} * t.doc_length / {average}))"
     )
 
 
@@ -619,16 +621,17 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]]) -> tuple[str, list[
     # A phrase whose other words are stop words ("naxmorkem before") is that one word.
     if not term.is_phrase or (len(lexemes) == 1 and sum(bool(stems.get(word)) for word in term.words) == 1):
         return f"SELECT t.document_id, {scored} {in_scope}", [lexemes]
-    # The candidates hold every word; only the chunks know which hold them in order. A few
-    # candidates: check each one's chunks. Many: one GIN pass finds every chunk with the phrase
-    # (checking thousands of documents one by one reads all their chunks). CASE runs that pass
-    # lazily, at most once.
+    # The candidates hold every word (a document has one row per lexeme, so COUNT(*) counts its
+    # words); only the chunks know which hold them in order. A few candidates: check each one's
+    # chunks. Many: one GIN pass finds every chunk with the phrase (checking thousands of
+    # documents one by one reads all their chunks); CASE runs that pass lazily, at most once, and
+    # IN makes it a hashed subplan rather than an array searched once per candidate.
     phrase = " ".join(term.words)
     return (
         f"SELECT document_id, score FROM (SELECT t.document_id, COUNT(*) OVER () AS candidates, {scored} "
-        f"{in_scope} HAVING COUNT(DISTINCT t.lexeme) = %s) p WHERE CASE WHEN p.candidates > %s "
-        "THEN p.document_id = ANY(ARRAY(SELECT c.document_id FROM knowledge_searchchunk c "
-        "WHERE c.search_vector @@ phraseto_tsquery('english', %s))) "
+        f"{in_scope} HAVING COUNT(*) = %s) p WHERE CASE WHEN p.candidates > %s "
+        "THEN p.document_id IN (SELECT c.document_id FROM knowledge_searchchunk c "
+        "WHERE c.search_vector @@ phraseto_tsquery('english', %s)) "
         "ELSE EXISTS (SELECT 1 FROM knowledge_searchchunk c WHERE c.document_id = p.document_id "
         "AND c.search_vector @@ phraseto_tsquery('english', %s)) END",
         [lexemes, len(lexemes), PHRASE_CANDIDATES_CHECKED_ONE_BY_ONE, phrase, phrase],

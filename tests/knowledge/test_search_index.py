@@ -194,6 +194,26 @@ def test_a_large_write_leaves_the_gin_merge_to_a_worker(http, alice, namespace, 
         cursor.execute("RESET gin_pending_list_limit")
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="TOAST is PostgreSQL's")
+def test_chunk_rows_keep_their_tsvector_inline(alice, namespace):
+    """A full chunk's tsvector stays in its row (phrase checks read it there), where the default
+    2 KB row target would move it to the TOAST table."""
+    if connection.pg_version < 170000:
+        pytest.skip("PostgreSQL 17 tells where a value is stored (pg_column_toast_chunk_id)")
+    rng = random.Random(31)
+    content = "\n\n".join(" ".join(f"w{rng.randrange(10**6)}" for _ in range(300)) for _ in range(6))
+    document = services.document_create(actor=alice.actor, namespace=namespace, path="wide.md", content=content)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_size(search_vector), pg_column_toast_chunk_id(search_vector) "
+            "FROM knowledge_searchchunk WHERE document_id = %s AND ordinal >= 0",
+            [document.pk],
+        )
+        rows = cursor.fetchall()
+    assert rows and all(size > 2_000 for size, _ in rows), "each chunk's tsvector alone passes the default target"
+    assert [toasted for _, toasted in rows] == [None] * len(rows)
+
+
 def test_migration_copy_of_term_length_matches():
     migration = importlib.import_module("knowledge.migrations.0008_term_length_steps")
     for size in [0, 1, 7, 8, 100, 6_000, 65_536, 1 << 20, 10 << 20]:
