@@ -95,6 +95,14 @@ def _neighbouring_pair(word: str, vocabulary: set[str]) -> str:
         texts = [row[0].lower() for row in cursor.fetchall()]
     followers = Counter(match for text in texts for match in re.findall(rf"\b{re.escape(word)} ([a-z]{{4,}})\b", text))
     followers = Counter({w: n for w, n in followers.items() if w in vocabulary and w != word})
+    if connection.vendor == "postgresql" and followers:  # a stop word would leave a one-word phrase
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT w FROM unnest(%s::text[]) AS w WHERE to_tsvector('english', w) = ''::tsvector",
+                [list(followers)],
+            )
+            for (stop_word,) in cursor.fetchall():
+                del followers[stop_word]
     return f"{word} {followers.most_common(1)[0][0]}" if followers else word
 
 
