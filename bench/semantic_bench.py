@@ -354,6 +354,7 @@ class Bench:
         )  # fmt: skip
         app.conf.task_always_eager = False
         app.conf.broker_url = broker
+        app.close()  # drops a producer pool made earlier on the default broker, which would keep sending there
         actor = self.actors["admin"]
         documents = selectors.document_list(actor=actor, filters=selectors.DocumentFilters())
         scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
@@ -394,6 +395,7 @@ class Bench:
                 delays.append(time.perf_counter() - saved)
         finally:
             app.conf.task_always_eager = True
+            app.close()
             worker.terminate()
             worker.wait(20)
             worker_log.close()
