@@ -1,4 +1,5 @@
-"""Knowledge's own after-commit upkeep: a new version's outline is stored off the saving request.
+"""Knowledge's own after-commit upkeep: a new version's outline is stored off the saving request,
+and a large write's text-index entries are merged off it.
 
 Best-effort like the graph and embedding hooks: a broker that is down is logged, never a failed
 save, and an outline that was not stored is computed on its first read instead.
@@ -34,6 +35,16 @@ def on_content_writes(writes: list[tuple[UUID, UUID]]) -> None:
 
 
 on_content_write.many = on_content_writes  # type: ignore[attr-defined]
+
+
+def queue_search_merge() -> None:
+    """After a large write: merge the text index's pending entries off the request."""
+    from knowledge.tasks import flush_search_pending_task
+
+    try:
+        flush_search_pending_task.delay()
+    except Exception:  # the next large enough insert or a vacuum merges the list too
+        logger.exception("search index: could not queue the merge of pending GIN entries")
 
 
 def attach(hooks: list[Any], callback: Callable[..., None]) -> None:

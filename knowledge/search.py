@@ -208,8 +208,7 @@ def _insert_chunks(document_id: UUID, rows: list[ChunkRow]) -> list[int]:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             if len(rows) >= DEFERRED_MERGE_CHUNKS and connection.in_atomic_block:
-                cursor.execute("SET LOCAL gin_pending_list_limit = %s", [DEFERRED_MERGE_LIMIT_KB])
-                transaction.on_commit(_queue_pending_flush)
+                _defer_gin_merge(cursor)
             ordinals, starts, ends, titles, paths, texts = (list(column) for column in zip(*rows, strict=True))
             cursor.execute(
                 f"INSERT INTO knowledge_searchchunk ({columns}) "
@@ -226,13 +225,18 @@ def _insert_chunks(document_id: UUID, rows: list[ChunkRow]) -> list[int]:
         return []
 
 
-def _queue_pending_flush() -> None:
-    from knowledge.tasks import flush_search_pending_task
+def _defer_gin_merge(cursor: Any) -> None:
+    """Raise the pending-list limit for this transaction and, on its first large write only,
+    queue the merge for after commit (one merge covers every document the transaction wrote)."""
+    from knowledge import hooks
 
-    try:
-        flush_search_pending_task.delay()
-    except Exception:  # best effort: the next large enough insert or a vacuum merges the list too
-        logger.exception("search index: could not queue the merge of pending GIN entries")
+    cursor.execute(
+        "SELECT current_setting('gin_pending_list_limit'), set_config('gin_pending_list_limit', %s, true)",
+        [str(DEFERRED_MERGE_LIMIT_KB)],
+    )
+    before, after = cursor.fetchone()
+    if before != after:
+        transaction.on_commit(hooks.queue_search_merge)
 
 
 def flush_pending_entries() -> int:

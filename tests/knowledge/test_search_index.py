@@ -194,6 +194,29 @@ def test_a_large_write_leaves_the_gin_merge_to_a_worker(http, alice, namespace, 
         cursor.execute("RESET gin_pending_list_limit")
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="GIN's pending list is PostgreSQL's; FTS5 has none")
+def test_one_merge_per_transaction_however_many_large_writes(http, alice, namespace, monkeypatch):
+    from django.db import transaction
+
+    rng = random.Random(22)
+    merges = []
+    monkeypatch.setattr(search, "flush_pending_entries", lambda: merges.append(1) or 0)
+    monkeypatch.setattr(search, "DEFERRED_MERGE_CHUNKS", 20)
+
+    def large() -> str:  # a paragraph a chunk: two would pass the chunk's maximum
+        content = "\n\n".join(" ".join(f"w{rng.randrange(10**6)}" for _ in range(340)) for _ in range(24))
+        assert len(search.chunk_lines(content)) >= search.DEFERRED_MERGE_CHUNKS
+        return content
+
+    with transaction.atomic():
+        for name in ("one", "two", "three"):
+            services.document_create(actor=alice.actor, namespace=namespace, path=f"{name}.md", content=large())
+        assert merges == [], "queued for after commit"
+    assert merges == [1]
+    services.document_create(actor=alice.actor, namespace=namespace, path="four.md", content=large())
+    assert merges == [1, 1], "the next transaction queues its own"
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="TOAST is PostgreSQL's")
 def test_chunk_rows_keep_their_tsvector_inline(alice, namespace):
     """A full chunk's tsvector stays in its row (phrase checks read it there), where the default
