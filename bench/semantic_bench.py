@@ -182,21 +182,25 @@ class Bench:
     # --- queries -------------------------------------------------------------------------------
 
     def _query_texts(self, count: int) -> list[tuple[str, str]]:
-        """(query text, source document id): a few consecutive words from random chunks."""
+        """(query text, source document id): a few consecutive words from chunks picked at random."""
         from knowledge.models import EmbeddingChunk
 
-        rows = list(
-            EmbeddingChunk.objects.filter(document__archived=False)
-            .order_by("?")
-            .values_list("text", "document_id")[: count * 3]
-        )
+        # Seeded, so every run on the same corpus asks the same questions.
+        ids = list(EmbeddingChunk.objects.filter(document__archived=False).order_by("id").values_list("id", flat=True))
+        rng = random.Random(SEED + count)
+        picked = rng.sample(ids, min(len(ids), count * 3))
+        found = {
+            pk: row
+            for pk, *row in EmbeddingChunk.objects.filter(id__in=picked).values_list("id", "text", "document_id")
+        }
+        rows = [found[pk] for pk in picked]
         queries = []
         for text, document_id in rows:
             words = re.findall(r"[A-Za-z]{3,}", text.split("\n\n", 1)[-1])
             if len(words) < 12:
                 continue
-            start = self.rng.randrange(0, len(words) - 8)
-            queries.append((" ".join(words[start : start + self.rng.randint(4, 8)]), str(document_id)))
+            start = rng.randrange(0, len(words) - 8)
+            queries.append((" ".join(words[start : start + rng.randint(4, 8)]), str(document_id)))
             if len(queries) == count:
                 break
         return queries
