@@ -3,7 +3,7 @@
 `python tests/embedded_pg.py start DATADIR [name=value ...]` prints a DATABASE_URL for the server;
 `python tests/embedded_pg.py stop DATADIR` stops it. The server listens on a Unix socket only.
 Settings given as name=value are written with ALTER SYSTEM, and the server restarts when one
-needs it (`make bench` gives shared_buffers room for its corpus, as a tuned server would have).
+needs it (`make bench` passes its BENCH_PG_SETTINGS).
 """
 
 from __future__ import annotations
