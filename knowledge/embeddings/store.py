@@ -161,7 +161,6 @@ def ensure(schema_connection: Any = None) -> StoreStatus:
 # so an exact search reads a readable document's vectors through this index instead of looking up
 # every permitted chunk and then its vector by key (12,500 vectors: about 25 ms instead of 90).
 DOCUMENT_INDEX = f"CREATE INDEX IF NOT EXISTS {TABLE}_space_document ON {TABLE} (space_id, document_id)"
-CHUNK_OWNER = "(SELECT c.{column} FROM knowledge_embeddingchunk c WHERE c.id = {chunk})"
 
 
 def vector_type(dimensions: int) -> tuple[str, str]:
@@ -223,21 +222,25 @@ def literal(vector: list[float]) -> str:
 
 
 def write_vectors(space_id: int, rows: list[tuple[str, str, list[float]]]) -> None:
-    """Upsert (chunk id, content hash, vector) rows of one space."""
-    if not rows:
+    """Upsert (chunk id, content hash, vector) rows of one space, in one statement that copies each
+    chunk's document and version onto its vector (the last row wins for a repeated chunk)."""
+    latest = {str(chunk_id): (content_hash, literal(vector)) for chunk_id, content_hash, vector in rows}
+    if not latest:
         return
     with connection.cursor() as cursor:
-        document, version = (
-            CHUNK_OWNER.format(column=column, chunk="%s::uuid") for column in ("document_id", "version_id")
-        )
-        cursor.executemany(
+        cursor.execute(
             f"INSERT INTO {TABLE} (chunk_id, space_id, content_hash, embedding, document_id, version_id) "
-            f"VALUES (%s, %s, %s, %s::vector, {document}, {version}) "
+            "SELECT n.chunk_id, %s, n.content_hash, n.embedding::vector, c.document_id, c.version_id "
+            "FROM unnest(%s::uuid[], %s::varchar[], %s::text[]) AS n(chunk_id, content_hash, embedding) "
+            "LEFT JOIN knowledge_embeddingchunk c ON c.id = n.chunk_id "
             "ON CONFLICT (chunk_id, space_id) DO UPDATE SET content_hash = EXCLUDED.content_hash, "
-            "embedding = EXCLUDED.embedding, created_at = now()",
+            "embedding = EXCLUDED.embedding, document_id = EXCLUDED.document_id, "
+            "version_id = EXCLUDED.version_id, created_at = now()",
             [
-                (str(chunk_id), space_id, content_hash, literal(vector), str(chunk_id), str(chunk_id))
-                for chunk_id, content_hash, vector in rows
+                space_id,
+                list(latest),
+                [content_hash for content_hash, _ in latest.values()],
+                [vector for _, vector in latest.values()],
             ],
         )
 
