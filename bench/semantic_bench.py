@@ -45,6 +45,9 @@ SCALES = {
     "full": {"overhead_docs": 1000, "latency_queries": 200, "labelled": 250, "local_chunks": 256, "fresh": 20},
     "quick": {"overhead_docs": 200, "latency_queries": 60, "labelled": 200, "local_chunks": 64, "fresh": 8},
 }
+# Orders the corpus fixes (ids are random per run), so seeded samples pick the same rows every run.
+DOCUMENT_ORDER = ("namespace__slug", "path")
+CHUNK_ORDER = ("document__namespace__slug", "document__path", "ordinal")
 AIMS = {"semantic_p95_ms": 30, "hybrid_p95_ms": 80, "recall": 0.95, "overhead_chunks_s": 2000, "fresh_p95_s": 10}
 
 
@@ -119,7 +122,8 @@ class Bench:
         from knowledge.embeddings import pipeline
         from knowledge.models import Document, EmbeddingChunk
 
-        ids = list(Document.objects.order_by("id").values_list("id", flat=True))
+        # Ordered by namespace and path, which the corpus fixes, so every run chunks the same sample.
+        ids = list(Document.objects.order_by(*DOCUMENT_ORDER).values_list("id", flat=True))
         sample = self.rng.sample(ids, min(self.sizes["overhead_docs"], len(ids)))
         runs = {
             "per_document": lambda: sum(pipeline.chunks_sync(document_id, force=True) for document_id in sample),
@@ -162,7 +166,9 @@ class Bench:
         from knowledge.embeddings.providers import EmbeddingSpec, LocalProvider, ProviderError
         from knowledge.models import EmbeddingChunk
 
-        texts = list(EmbeddingChunk.objects.order_by("?").values_list("text", flat=True)[: self.sizes["local_chunks"]])
+        texts = list(
+            EmbeddingChunk.objects.order_by(*CHUNK_ORDER).values_list("text", flat=True)[: self.sizes["local_chunks"]]
+        )
         provider = LocalProvider(EmbeddingSpec("local", "all-MiniLM-L6-v2", 384))
         try:
             started = time.perf_counter()
@@ -188,7 +194,9 @@ class Bench:
         from knowledge.models import EmbeddingChunk
 
         # Seeded, so every run on the same corpus asks the same questions.
-        ids = list(EmbeddingChunk.objects.filter(document__archived=False).order_by("id").values_list("id", flat=True))
+        ids = list(
+            EmbeddingChunk.objects.filter(document__archived=False).order_by(*CHUNK_ORDER).values_list("id", flat=True)
+        )
         rng = random.Random(SEED + count)
         picked = rng.sample(ids, min(len(ids), count * 3))
         found = {
@@ -393,7 +401,7 @@ class Bench:
 
         candidates = list(
             Document.objects.filter(archived=False, current_version__byte_length__lt=20_000)
-            .order_by("id")
+            .order_by(*DOCUMENT_ORDER)
             .values_list("id", flat=True)
         )
         delays, edits = [], []
