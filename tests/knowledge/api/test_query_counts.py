@@ -22,7 +22,9 @@ def corpus(make_member):
         namespace = namespace_create(actor=owner.actor, slug=f"q{n}")
         NamespaceACL.objects.create(namespace=namespace, user=reader.user, permission="read")
         for i in range(20):
-            doc = document_create(actor=owner.actor, namespace=namespace, path=f"d{i}.md", content=f"# D{i}\n")
+            doc = document_create(
+                actor=owner.actor, namespace=namespace, path=f"d{i}.md", content=f"# D{i}\n\nshared words\n"
+            )
             if n == 0 and i == 0:
                 for k in range(30):
                     document_revise(actor=owner.actor, document_id=doc.pk, content=f"v{k}")
@@ -30,14 +32,19 @@ def corpus(make_member):
     return owner, reader, first
 
 
-def _queries(member, url: str, params: dict) -> int:
+def _captured(member, url: str, params: dict) -> list[str]:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {member.token}")
     client.get("/kb/me")  # the first use of a token records last_used_at once; keep it out of the count
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url, params)
     assert response.status_code == 200, response.content
-    return len(captured)
+    assert response.json().get("total", 1) > 0
+    return [query["sql"] for query in captured]
+
+
+def _queries(member, url: str, params: dict) -> int:
+    return len(_captured(member, url, params))
 
 
 @pytest.mark.parametrize("who", [0, 1])
@@ -48,6 +55,27 @@ def test_document_list_queries_do_not_grow_with_page_size(corpus, who):
     with_content = _queries(member, "/kb/documents", {"limit": 60, "include_content": "true"})
     assert small == large == with_content
     assert large <= 8
+
+
+@pytest.mark.parametrize("who", [0, 1])
+def test_search_queries_do_not_grow_with_page_size(corpus, who):
+    member = corpus[who]
+    for mode in ("snippet", "none", "full"):
+        small = _queries(member, "/kb/search", {"q": "shared", "limit": 2, "content_mode": mode})
+        large = _queries(member, "/kb/search", {"q": "shared", "limit": 60, "content_mode": mode})
+        assert small == large <= 10, mode
+    assert _queries(member, "/kb/search", {"limit": 2}) == _queries(member, "/kb/search", {"limit": 60})
+
+
+@pytest.mark.parametrize("url", ["/kb/documents", "/kb/search"])
+def test_pages_leave_out_columns_they_never_show(corpus, url):
+    """Users' password hashes and versions' front matter stay in the database on list pages."""
+    statements = _captured(corpus[1], url, {"q": "shared", "limit": 60})
+    page = [sql for sql in statements if "knowledge_documentversion" in sql and "auth_user" in sql]
+    assert page, statements
+    for sql in page:
+        assert '"password"' not in sql and '"frontmatter"' not in sql, sql
+        assert '"username"' in sql and '"sha256"' in sql
 
 
 def test_namespace_list_and_history_queries_are_bounded(corpus):
