@@ -557,7 +557,16 @@ TITLE_WEIGHT = 8
 PROXIMITY_WINDOW = 200  # the top candidates that get the words-side-by-side bonus
 BEST_CHUNK_CANDIDATES = 64  # the matching chunks of one hit, in document order, that compete for its snippet
 BEST_CHUNK_SCAN_ORDINALS = 128  # first look for them among a document's opening chunks (~250 KB of text)
-PHRASE_CANDIDATES_CHECKED_ONE_BY_ONE = 150  # above this, a phrase is found through the GIN index
+# A phrase's candidates (readable documents holding all its words) are checked one by one: each
+# one's chunks are read until one holds the words in order, about 25 µs a candidate. A GIN pass
+# costs the same whatever the scope, because PostgreSQL rechecks every chunk that holds all the
+# words anywhere (80 ms for two words found in nine documents of ten); it is taken only when the
+# candidates are more than this share of the documents holding the phrase's rarest word.
+PHRASE_ONE_PASS_SHARE = 0.2
+# `ts_match_vq(v, q)` is `v @@ q` written as a function call, which no index can answer: checked for
+# one document, a phrase then reads that document's chunks instead of intersecting the GIN posting
+# lists of its words for every candidate (0.5 ms each for common words).
+ONE_DOCUMENT_PHRASE = "ts_match_vq(c.search_vector, phraseto_tsquery('english', %s))"
 LIKE_ESCAPE = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
 
 
@@ -626,19 +635,19 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]]) -> tuple[str, list[
     if not term.is_phrase or (len(lexemes) == 1 and sum(bool(stems.get(word)) for word in term.words) == 1):
         return f"SELECT t.document_id, {scored} {in_scope}", [lexemes]
     # The candidates hold every word (a document has one row per lexeme, so COUNT(*) counts its
-    # words); only the chunks know which hold them in order. A few candidates: check each one's
-    # chunks. Many: one GIN pass finds every chunk with the phrase (checking thousands of
-    # documents one by one reads all their chunks); CASE runs that pass lazily, at most once, and
-    # IN makes it a hashed subplan rather than an array searched once per candidate.
+    # words); only the chunks know which hold them in order. `rarest` is the document frequency of
+    # the rarest word. CASE runs the GIN pass lazily, at most once, and IN makes it a hashed
+    # subplan rather than an array searched once per candidate.
     phrase = " ".join(term.words)
     return (
-        f"SELECT document_id, score FROM (SELECT t.document_id, COUNT(*) OVER () AS candidates, {scored} "
-        f"{in_scope} HAVING COUNT(*) = %s) p WHERE CASE WHEN p.candidates > %s "
+        "SELECT document_id, score FROM (SELECT t.document_id, COUNT(*) OVER () AS candidates, "
+        f"MIN(t.df) AS rarest, {scored} {in_scope} HAVING COUNT(*) = %s) p "
+        "WHERE CASE WHEN p.candidates > %s * p.rarest "
         "THEN p.document_id IN (SELECT c.document_id FROM knowledge_searchchunk c "
         "WHERE c.search_vector @@ phraseto_tsquery('english', %s)) "
-        "ELSE EXISTS (SELECT 1 FROM knowledge_searchchunk c WHERE c.document_id = p.document_id "
-        "AND c.search_vector @@ phraseto_tsquery('english', %s)) END",
-        [lexemes, len(lexemes), PHRASE_CANDIDATES_CHECKED_ONE_BY_ONE, phrase, phrase],
+        f"ELSE EXISTS (SELECT 1 FROM knowledge_searchchunk c WHERE c.document_id = p.document_id "
+        f"AND {ONE_DOCUMENT_PHRASE}) END",
+        [lexemes, len(lexemes), PHRASE_ONE_PASS_SHARE, phrase, phrase],
     )
 
 

@@ -278,11 +278,13 @@ def test_snippet_comes_from_a_match_far_down_a_large_document(http, alice, names
     assert hits["short.md"]["start_line"] == 1
 
 
-@pytest.mark.parametrize("one_by_one", [0, 10_000])
-def test_phrases_match_the_same_documents_either_way_they_are_checked(http, alice, namespace, monkeypatch, one_by_one):
+@pytest.mark.parametrize("one_pass_share", [0, 10_000])
+def test_phrases_match_the_same_documents_either_way_they_are_checked(
+    http, alice, namespace, monkeypatch, one_pass_share
+):
     """PostgreSQL checks a phrase's candidates one by one or with one pass over the GIN index,
     depending on how many there are; both find exactly the documents with the words in order."""
-    monkeypatch.setattr(search, "PHRASE_CANDIDATES_CHECKED_ONE_BY_ONE", one_by_one)
+    monkeypatch.setattr(search, "PHRASE_ONE_PASS_SHARE", one_pass_share)
     rng = random.Random(8)
     expected = set()
     for i in range(12):
