@@ -296,7 +296,7 @@ class Bench:
                 served = [(hit["document"]["id"], hit["score"]) for hit in hits]
                 vector = provider.embed([query])[0]
                 exact_rows = semantic_search._chunk_rows(space, vector, scope_sql, list(scope_params), 2000, exact=True)
-                best = semantic_search._group(exact_rows, 0.0, 100)[:10]
+                best = semantic_search._group(exact_rows, 0.0)[:10]
                 exact = {str(m.document_id) for m in best}
                 if exact:
                     # As ANN benchmarks count it: a served document is a true neighbour when it is

@@ -16,6 +16,7 @@ from knowledge import selectors
 from knowledge.api import serializers as s
 from knowledge.api.views import parse, responses
 from knowledge.embeddings import search as embedding_search
+from knowledge.embeddings.pipeline import LoadedPolicy
 from knowledge.models import DocumentKind, DocumentStatus, SearchChunk
 from knowledge.search import HEADER_ORDINAL, SearchResult, make_snippet, run_search
 from knowledge.search_query import parse_query
@@ -169,8 +170,10 @@ class SearchView(APIView):
         mode = query["mode"]
         workspace_id = actor.workspace.pk
         fallback_reason = None
+        loaded = None
         if mode != "text":
-            fallback_reason = embedding_search.pipeline.unavailable_reason(workspace_id)
+            loaded = embedding_search.pipeline.workspace_policy(workspace_id)  # read once per request
+            fallback_reason = embedding_search.pipeline.unavailable_reason(workspace_id, loaded)
             if fallback_reason and mode == "semantic":
                 raise embedding_search.unavailable(workspace_id, mode)
         effective = "text" if fallback_reason else mode
@@ -186,10 +189,10 @@ class SearchView(APIView):
         elif effective == "text":
             ranked = self._text(documents, parsed, limit, offset)
         elif effective == "semantic":
-            ranked = self._semantic(workspace_id, documents, query, limit, offset, share)
+            ranked = self._semantic(workspace_id, documents, query, limit, offset, share, loaded)
         else:
             try:
-                ranked = self._hybrid(workspace_id, documents, parsed, query, limit, offset, share)
+                ranked = self._hybrid(workspace_id, documents, parsed, query, limit, offset, share, loaded)
             except Invalid as exc:  # the provider could not embed the query: text still answers
                 if exc.code != "semantic_unavailable":
                     raise
@@ -270,7 +273,13 @@ class SearchView(APIView):
 
     @staticmethod
     def _semantic(
-        workspace_id: int, documents: Any, query: dict[str, Any], limit: int, offset: int, share: float
+        workspace_id: int,
+        documents: Any,
+        query: dict[str, Any],
+        limit: int,
+        offset: int,
+        share: float,
+        loaded: LoadedPolicy | None,
     ) -> Ranked:
         scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
         result = embedding_search.semantic_search(
@@ -282,6 +291,7 @@ class SearchView(APIView):
             offset=offset,
             min_similarity=query["min_similarity"],
             share=share,
+            loaded=loaded,
         )
         return Ranked(
             order=[m.document_id for m in result.matches],
@@ -300,11 +310,12 @@ class SearchView(APIView):
         limit: int,
         offset: int,
         share: float,
+        loaded: LoadedPolicy | None,
     ) -> Ranked:
         """Reciprocal rank fusion of the two legs' top candidates."""
         depth = min(HYBRID_MAX_CANDIDATES, max(HYBRID_MIN_CANDIDATES, (offset + limit) * 2))
         text = self._text(documents, parsed, depth, 0)
-        semantic_leg = self._semantic(workspace_id, documents, query, depth, 0, share)
+        semantic_leg = self._semantic(workspace_id, documents, query, depth, 0, share, loaded)
         fused = embedding_search.reciprocal_rank_fusion([text.order, semantic_leg.order], k=query.get("rrf_k"))
         window = fused[offset : offset + limit]
         text_ranks = {pk: rank for rank, pk in enumerate(text.order, start=1)}

@@ -109,7 +109,10 @@ def slice_batches() -> int | None:
     return int(settings.KNOWLEDGE_EMBEDDING_SLICE_BATCHES) or None
 
 
-def workspace_policy(workspace_id: int) -> tuple[SemanticPolicy, dict[str, Any]]:
+LoadedPolicy = tuple[SemanticPolicy, dict[str, Any]]  # the stored row and its effective settings
+
+
+def workspace_policy(workspace_id: int) -> LoadedPolicy:
     row, _ = SemanticPolicy.objects.get_or_create(workspace_id=workspace_id)
     return row, semantic.merge(row.policy, {})
 
@@ -729,9 +732,9 @@ def _state_counts(queryset: Any) -> list[tuple[str, int]]:
     return list(queryset.values("state").annotate(total=Count("id")).values_list("state", "total"))
 
 
-def unavailable_reason(workspace_id: int) -> str | None:
+def unavailable_reason(workspace_id: int, loaded: LoadedPolicy | None = None) -> str | None:
     """Why semantic search cannot run here, or None (the policy's own answer)."""
-    row, policy = workspace_policy(workspace_id)
+    row, policy = loaded or workspace_policy(workspace_id)
     return semantic.unavailable_reason(policy, bool(row.api_key_sealed))
 
 

@@ -25,6 +25,10 @@ from workspaces import semantic
 
 CHUNKS_PER_DOCUMENT = 3
 MAX_CANDIDATE_CHUNKS = 2000
+# A matched chunk shows this much of its text. The vector queries read no more than that (plus one
+# character, to tell a cut text from a whole one): a page's 80 chunks would otherwise carry about
+# 300 KB of text that PostgreSQL decompresses and the response throws away.
+SNIPPET_CHARS = 400
 
 
 @dataclass
@@ -52,11 +56,15 @@ def unavailable(workspace_id: int, mode: str) -> Invalid:
     )
 
 
-def embed_query(workspace_id: int, text: str) -> tuple[EmbeddingSpace, list[float], float]:
-    """The query's vector in the active space; provider failures are 400 semantic_unavailable."""
+def embed_query(
+    workspace_id: int, text: str, loaded: pipeline.LoadedPolicy | None = None
+) -> tuple[EmbeddingSpace, list[float], float]:
+    """The query's vector in the active space; provider failures are 400 semantic_unavailable.
+
+    `loaded` is the workspace's policy when the caller has just read it."""
     from knowledge.embeddings.providers import ProviderError, provider_for, spec_from_policy
 
-    row, policy = pipeline.workspace_policy(workspace_id)
+    row, policy = loaded or pipeline.workspace_policy(workspace_id)
     if semantic.unavailable_reason(policy, bool(row.api_key_sealed)):
         raise unavailable(workspace_id, "semantic")
     key = pipeline.workspace_key(row, policy)
@@ -105,7 +113,7 @@ def _chunk_rows(
     """
     cast, _ = store.vector_type(space.dimensions)
     distance = f"(v.embedding::{cast} <=> %s::{cast})"
-    columns = "c.document_id, c.heading_path, c.anchor, c.start_line, c.end_line, c.text"
+    columns = f"c.document_id, c.heading_path, c.anchor, c.start_line, c.end_line, left(c.text, {SNIPPET_CHARS + 1})"
     if exact:
         # The readable documents' current vectors, through the vectors' (space, document) index.
         # The distance is written on the stored column, not on the HNSW index's cast expression,
@@ -139,8 +147,11 @@ def _chunk_rows(
         params = [store.literal(vector), int(space.pk), candidates, *scope_params, fetch]
     with transaction.atomic(), connection.cursor() as cursor:
         if not exact:
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(HNSW_MAX_EF_SEARCH, candidates))])
+            cursor.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('hnsw.ef_search', %s, true)",
+                [str(min(HNSW_MAX_EF_SEARCH, candidates))],
+            )
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -177,17 +188,17 @@ def semantic_search(
     limit: int,
     offset: int,
     min_similarity: float = 0.0,
-    snippet_chars: int = 400,
     share: float = 1.0,
+    loaded: pipeline.LoadedPolicy | None = None,
 ) -> SemanticResult:
     """Documents ranked by their best chunk's cosine similarity, with up to three matching chunks each."""
-    space, vector, embed_ms = embed_query(workspace_id, text)
+    space, vector, embed_ms = embed_query(workspace_id, text, loaded)
     wanted = offset + limit
     fetch = min(MAX_CANDIDATE_CHUNKS, max(40, wanted * 4))
     started = time.perf_counter()
     while True:
         rows, exact = nearest_chunks(space, vector, scope_sql, scope_params, fetch, share)
-        matches = _group(rows, min_similarity, snippet_chars)
+        matches = _group(rows, min_similarity)
         exhausted = len(rows) < fetch or (rows and 1 - float(rows[-1][1]) < min_similarity)
         if len(matches) >= wanted or exhausted or fetch >= MAX_CANDIDATE_CHUNKS:
             break
@@ -196,7 +207,7 @@ def semantic_search(
     return SemanticResult(matches[offset:wanted], len(matches), exact, embed_ms, search_ms)
 
 
-def _group(rows: list[tuple[Any, ...]], min_similarity: float, snippet_chars: int) -> list[SemanticMatch]:
+def _group(rows: list[tuple[Any, ...]], min_similarity: float) -> list[SemanticMatch]:
     by_document: dict[Any, SemanticMatch] = {}
     for chunk_id, distance, document_id, heading_path, anchor, start_line, end_line, body in rows:
         score = round(1.0 - float(distance), 6)
@@ -208,7 +219,7 @@ def _group(rows: list[tuple[Any, ...]], min_similarity: float, snippet_chars: in
         if match is None:
             match = by_document[document_id] = SemanticMatch(document_id, score)
         if len(match.chunks) < CHUNKS_PER_DOCUMENT:
-            snippet = body if len(body) <= snippet_chars else body[: snippet_chars - 1].rstrip() + "…"
+            snippet = body if len(body) <= SNIPPET_CHARS else body[: SNIPPET_CHARS - 1].rstrip() + "…"
             match.chunks.append(
                 {
                     "chunk_id": str(chunk_id),

@@ -284,3 +284,19 @@ def test_vectors_carry_their_chunks_version_and_the_exact_path_reads_only_curren
     migration.add_vector_owner(None, type("SchemaEditor", (), {"connection": connection})())
     assert owners() == chunks
     assert exact_documents() == set(indexed.values())
+
+
+def test_matched_chunks_show_the_start_of_their_text(http, semantic_admin, embedder, alice):
+    """A long chunk's snippet is its first 399 characters and an ellipsis; a short one is whole."""
+    from knowledge.embeddings.search import SNIPPET_CHARS
+
+    create_namespace(http, semantic_admin, "notes", others_can="read")
+    long_text = " ".join(f"glacier{n}" for n in range(120))
+    create_document(http, semantic_admin, "notes", "long.md", f"# Glaciers\n\n{long_text}\n")
+    create_document(http, semantic_admin, "notes", "short.md", "# Glaciers\n\nglacier melt\n")
+    body = search(http, alice, q="glacier melt", mode="semantic", content_mode="none")
+    chunks = {hit["document"]["path"]: hit["chunks"][0]["snippet"] for hit in body["data"]}
+    stored = {chunk.document.path: chunk.text for chunk in EmbeddingChunk.objects.select_related("document")}
+    assert len(stored["long.md"]) > SNIPPET_CHARS
+    assert chunks["long.md"] == stored["long.md"][: SNIPPET_CHARS - 1].rstrip() + "…"
+    assert chunks["short.md"] == stored["short.md"]
