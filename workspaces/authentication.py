@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from workspaces.models import ApiToken
+from workspaces.models import ApiToken, Membership
 from workspaces.tokens import token_digest
 
 LAST_USED_RESOLUTION = timedelta(minutes=5)
@@ -30,8 +31,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         raw = raw.strip()
         if not raw or " " in raw:
             raise exceptions.AuthenticationFailed("Malformed bearer token.")
+        # The caller's role in the token's workspace comes with the token (one query, not two):
+        # IsWorkspaceMember builds the actor from it, and a missing role means no membership.
+        member_role = Membership.objects.filter(user=OuterRef("user_id"), workspace=OuterRef("workspace_id"))
         token = (
             ApiToken.objects.select_related("user", "workspace")
+            .annotate(member_role=Subquery(member_role.values("role")[:1]))
             .filter(digest=token_digest(raw), revoked_at__isnull=True)
             .first()
         )

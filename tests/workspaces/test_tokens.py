@@ -8,7 +8,7 @@ import pytest
 
 from config.exceptions import Invalid
 from workspaces.models import ApiToken
-from workspaces.services import membership_set, token_issue, token_revoke, user_ensure
+from workspaces.services import membership_remove, membership_set, token_issue, token_revoke, user_ensure
 from workspaces.tokens import token_digest
 
 
@@ -30,3 +30,25 @@ def test_a_member_token_is_stored_hashed_and_works_until_revoked(make_member: An
     assert http.get("/kb/namespaces", headers=headers).status_code == 200
     token_revoke(token=stored)
     assert http.get("/kb/namespaces", headers=headers).status_code == 401
+
+
+def test_a_token_acts_with_its_users_current_role_and_stops_with_the_membership(
+    make_member: Any, http: Any, workspace: Any
+) -> None:
+    """The role is read with the token on every request: a promotion counts at once, and a
+    removed member's token no longer reaches the workspace."""
+    owner = make_member("owner")
+    member = make_member("member")
+    assert http.as_(owner).post("/kb/namespaces", json={"slug": "locked"}).status_code == 201
+
+    def visible() -> list[str]:
+        response = http.as_(member).get("/kb/namespaces")
+        assert response.status_code == 200, response.text
+        return [namespace["slug"] for namespace in response.json()["data"]]
+
+    assert "locked" not in visible()
+    membership_set(workspace=workspace, user=member.user, role="admin")
+    assert "locked" in visible()  # workspace admins hold `own` everywhere
+    membership_remove(workspace=workspace, user=member.user)
+    assert http.as_(member).get("/kb/namespaces").status_code == 403
+    assert ApiToken.objects.get(digest=token_digest(member.token)).revoked_at is None

@@ -84,3 +84,10 @@ def test_namespace_list_and_history_queries_are_bounded(corpus):
     small = _queries(owner, f"/kb/documents/{doc.pk}/versions", {"limit": 2})
     large = _queries(owner, f"/kb/documents/{doc.pk}/versions", {"limit": 30, "include_content": "true"})
     assert small == large <= 10
+
+
+def test_a_token_request_reads_the_membership_with_the_token(corpus):
+    statements = _captured(corpus[1], "/kb/documents", {"limit": 5})
+    token_reads = [sql for sql in statements if 'FROM "workspaces_apitoken"' in sql]
+    assert len(token_reads) == 1 and '"workspaces_membership"' in token_reads[0]
+    assert not [sql for sql in statements if sql.startswith('SELECT "workspaces_membership"')]
