@@ -129,7 +129,7 @@ def _lock_document(document_id: UUID | str) -> Document:
     if not Document.objects.select_for_update().filter(pk=document_id).values_list("pk", flat=True):
         raise NotFound("Document not found.")
     document = (
-        Document.objects.select_related("namespace", "current_version")
+        Document.objects.select_related("namespace", "current_version", "created_by")
         .defer("current_version__content")
         .filter(pk=document_id)
         .first()

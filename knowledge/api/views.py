@@ -196,8 +196,8 @@ class DocumentViewSet(KnowledgeViewSet):
     def create(self, request: Request) -> Response:
         data = parse(s.DocumentCreateSerializer, request.data)
         namespace, _ = selectors.namespace_get(actor=self.actor, slug=data.pop("namespace"))
+        # The service's instance holds everything the response shows: no read back.
         document = services.document_create(actor=self.actor, namespace=namespace, **data)
-        document = selectors.document_get(actor=self.actor, document_id=document.pk)
         return self.document_response(document, status_code=status.HTTP_201_CREATED)
 
     @extend_schema(parameters=[s.DocumentGetQuerySerializer], responses=responses(s.DocumentSerializer))
@@ -238,7 +238,6 @@ class DocumentViewSet(KnowledgeViewSet):
         data = parse(s.DocumentReviseSerializer, request.data)
         document = selectors.document_get(actor=self.actor, document_id=pk, include_content=False)
         document = services.document_revise(actor=self.actor, document_id=document.pk, **data)
-        document = selectors.document_get(actor=self.actor, document_id=document.pk, include_content=False)
         return self.document_response(document, include_content=False)
 
     @extend_schema(parameters=[s.VersionListQuerySerializer], responses=responses(s.VersionPageSerializer))

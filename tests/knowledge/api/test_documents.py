@@ -254,3 +254,32 @@ def test_unknown_document_id_forms_are_404(http, alice, ns):
         assert (response.status_code == 404 and response.json() == {"detail": "Not found.", "code": "not_found"}) or (
             response.json()["code"] == "not_found"
         )
+
+
+def test_create_and_revise_answer_with_the_document_as_a_read_shows_it(http, alice, bob):
+    """Writes render the saved instance without reading it back: the answer must still be what
+    a GET returns, down to timestamps, metadata and the author names."""
+    create_namespace(http, alice, "shared", others_can="write")
+    created = http.as_(alice).post(
+        "/kb/documents",
+        json={
+            "namespace": "shared",
+            "path": "notes/same.md",
+            "content": "# Same\n\nBody.",
+            "icon": "📘",
+            "metadata": {"team": "core", "tags": ["a", "b"]},
+            "edit_policy": "public",
+        },
+    )
+    assert created.status_code == 201, created.text
+    document = created.json()
+    assert document == http.as_(alice).get(f"/kb/documents/{document['id']}").json()
+    revised = http.as_(bob).post(
+        f"/kb/documents/{document['id']}/revise",
+        json={"content": "# Renamed\n\nNew body.", "expected_version": 1, "first_line_is_title": True},
+    )
+    assert revised.status_code == 200, revised.text
+    answer = revised.json()
+    read = http.as_(bob).get(f"/kb/documents/{document['id']}", params={"include_content": "false"}).json()
+    assert answer == read
+    assert answer["updated_by"] == "bob" and answer["created_by"] == "alice" and answer["title"] == "Renamed"
