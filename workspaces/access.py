@@ -56,12 +56,16 @@ class Actor:
         self._permissions = None
 
 
-def actor_for(user: AbstractBaseUser, workspace: Workspace) -> Actor:
-    """Build an Actor, or answer NotFound when the user is not a member of the workspace."""
-    membership = Membership.objects.filter(user=user, workspace=workspace).only("role").first()
-    if membership is None:
-        raise NotFound("Workspace not found.")
-    return Actor(user=user, workspace=workspace, role=membership.role)
+def actor_for(user: AbstractBaseUser, workspace: Workspace, *, role: str | None = None) -> Actor:
+    """Build an Actor, or answer NotFound when the user is not a member of the workspace.
+
+    `role` is the membership's role when the caller has already read it (with an API token)."""
+    if role is None:
+        membership = Membership.objects.filter(user=user, workspace=workspace).only("role").first()
+        if membership is None:
+            raise NotFound("Workspace not found.")
+        role = membership.role
+    return Actor(user=user, workspace=workspace, role=role)
 
 
 def rank(permission: str) -> int:

@@ -8,7 +8,7 @@ from rest_framework import permissions
 from rest_framework.request import Request
 
 from config.exceptions import DomainError
-from workspaces.access import Actor, actor_for
+from workspaces.access import actor_for
 from workspaces.models import ApiToken, Membership
 
 
@@ -24,19 +24,17 @@ class IsWorkspaceMember(permissions.BasePermission):
         user = request.user
         if user is None or not user.is_authenticated:
             return False
+        role = None
         if isinstance(request.auth, ApiToken):
             workspace = request.auth.workspace
             role = getattr(request.auth, "member_role", None)  # read with the token
-            if role is not None:
-                request.actor = Actor(user=user, workspace=workspace, role=role)
-                return True
         else:
             membership = Membership.objects.filter(user=user).select_related("workspace").order_by("id").first()
             if membership is None:
                 return False
             workspace = membership.workspace
         try:
-            request.actor = actor_for(user, workspace)
+            request.actor = actor_for(user, workspace, role=role)
         except DomainError:
             return False
         return True
