@@ -483,6 +483,10 @@ def report(result: dict[str, Any]) -> str:
         )
     raw = result["latency"]["raw_pgvector"]["without_embedding_ms"]
     lines.append(f"| raw pgvector top 10 (no ACL, baseline) | {raw['p50']} | {raw['p95']} | – | – | – |")
+    lines.append(
+        "Hybrid starts its text leg (on a second connection) before the query is embedded: its figure is "
+        "the time the request takes beyond the embedding."
+    )
     lines += [
         "",
         "| semantic leg vs exact scan | readable documents | recall@10 | same documents | short pages | aim |",

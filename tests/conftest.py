@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from config.db_workers import side_queries
 from workspaces.access import Actor, actor_for
 from workspaces.models import Workspace
 from workspaces.services import membership_set, token_issue, user_ensure, workspace_ensure
@@ -31,6 +32,14 @@ class Member:
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _side_connections_closed(django_db_setup: Any) -> Iterator[None]:
+    """Hybrid search's worker threads keep their database connections, as request threads do;
+    they close before the test database is dropped."""
+    yield
+    side_queries.shutdown()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.db_workers import side_queries
 from config.exceptions import Invalid
 from knowledge import selectors
 from knowledge.api import serializers as s
@@ -147,6 +148,12 @@ def _first_body_chunks(document_ids: list[Any]) -> dict[Any, SearchChunk]:
     return {chunk.document_id: chunk for chunk in chunks}
 
 
+def _scope(documents: Any) -> tuple[str, list[Any]]:
+    """The readable documents' ids as SQL, for the ranking queries to filter on inside."""
+    sql, params = documents.order_by().values("id").query.sql_with_params()
+    return sql, list(params)
+
+
 HYBRID_MIN_CANDIDATES = 50
 HYBRID_MAX_CANDIDATES = 200
 
@@ -257,12 +264,15 @@ class SearchView(APIView):
             body["timings"] = ranked.timings
         return Response(body)
 
-    @staticmethod
-    def _text(documents: Any, parsed: Any, limit: int, offset: int) -> Ranked:
-        scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
-        result = run_search(
-            query=parsed, scope_sql=scope_sql, scope_params=list(scope_params), limit=limit, offset=offset
+    @classmethod
+    def _text(cls, documents: Any, parsed: Any, limit: int, offset: int) -> Ranked:
+        scope_sql, scope_params = _scope(documents)
+        return cls._ranked_text(
+            run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=limit, offset=offset)
         )
+
+    @staticmethod
+    def _ranked_text(result: SearchResult) -> Ranked:
         return Ranked(
             order=[r.document_id for r in result.ranked],
             total=result.total,
@@ -281,12 +291,12 @@ class SearchView(APIView):
         share: float,
         loaded: LoadedPolicy | None,
     ) -> Ranked:
-        scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
+        scope_sql, scope_params = _scope(documents)
         result = embedding_search.semantic_search(
             workspace_id=workspace_id,
             text=query["q"],
             scope_sql=scope_sql,
-            scope_params=list(scope_params),
+            scope_params=scope_params,
             limit=limit,
             offset=offset,
             min_similarity=query["min_similarity"],
@@ -312,10 +322,21 @@ class SearchView(APIView):
         share: float,
         loaded: LoadedPolicy | None,
     ) -> Ranked:
-        """Reciprocal rank fusion of the two legs' top candidates."""
+        """Reciprocal rank fusion of the two legs' top candidates.
+
+        The text leg runs on a second database connection while this one embeds the query and
+        finds the nearest vectors (see config.db_workers)."""
         depth = min(HYBRID_MAX_CANDIDATES, max(HYBRID_MIN_CANDIDATES, (offset + limit) * 2))
-        text = self._text(documents, parsed, depth, 0)
-        semantic_leg = self._semantic(workspace_id, documents, query, depth, 0, share, loaded)
+        scope_sql, scope_params = _scope(documents)
+        text_leg = side_queries.submit(
+            lambda: run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=depth, offset=0)
+        )
+        try:
+            semantic_leg = self._semantic(workspace_id, documents, query, depth, 0, share, loaded)
+        except BaseException:
+            text_leg.exception()  # waits: the leg never outlives the request
+            raise
+        text = self._ranked_text(text_leg.result())
         fused = embedding_search.reciprocal_rank_fusion([text.order, semantic_leg.order], k=query.get("rrf_k"))
         window = fused[offset : offset + limit]
         text_ranks = {pk: rank for rank, pk in enumerate(text.order, start=1)}
