@@ -133,7 +133,8 @@ class SearchChunk(models.Model):
     GIN index on PostgreSQL (see migration 0002). Rows are replaced on every content write.
     """
 
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="search_chunks")
+    # No index of its own: (document, ordinal) below serves every lookup by document.
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="search_chunks", db_index=False)
     ordinal = models.IntegerField()
     start_line = models.PositiveIntegerField(default=1)
     end_line = models.PositiveIntegerField(default=1)
