@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from knowledge.models import DocumentVersion, ImmutableVersionError
 from knowledge.services import document_create
@@ -36,3 +37,19 @@ def test_version_endpoints_are_read_only(alice):
         response = getattr(client, method)(f"/kb/documents/{doc.pk}/versions/1", {"content": "x"}, format="json")
         assert response.status_code == 405, method
     assert DocumentVersion.objects.get(document=doc).content == "original"
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL storage setting")
+def test_large_bodies_are_stored_uncompressed_and_read_back_whole(alice):
+    namespace = namespace_create(actor=alice.actor, slug="big")
+    body = "# Big\n\n" + "the same sentence again and again, very compressible.\n" * 20_000  # ~1 MiB
+    doc = document_create(actor=alice.actor, namespace=namespace, path="big.md", content=body)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_size(content), octet_length(content) "
+            "FROM knowledge_documentversion WHERE document_id = %s",
+            [doc.pk],
+        )
+        stored, length = cursor.fetchone()
+    assert stored >= length == len(body.encode())  # compressed, this body would take a few KB
+    assert DocumentVersion.objects.get(document=doc).content == body
