@@ -31,8 +31,11 @@ export DJANGO_SETTINGS_MODULE=config.settings.local DEBUG=false LOG_LEVEL=WARNIN
 # In-process steps (corpus build, semantic bench) run Celery tasks eagerly.
 export ALLOWED_HOSTS=127.0.0.1,localhost CELERY_TASK_ALWAYS_EAGER=true
 unset KNOWLEDGE_PUBLIC_URL
-WORKERS=2 THREADS=4
-SERVER="gunicorn config.wsgi, $WORKERS workers x $THREADS threads (gthread), 127.0.0.1"
+# The Procfile's web process: sync workers, WEB_CONCURRENCY of them (2 by default). On this
+# 2-core machine 2 workers x 4 threads (gthread) measured worse at 4 clients (get p95 28 ms
+# against 18 ms, list 50 72 ms against 44 ms): threads of one process queue on its GIL.
+WORKERS="${WEB_CONCURRENCY:-2}"
+SERVER="gunicorn config.wsgi, $WORKERS sync workers (as the Procfile runs it), 127.0.0.1"
 # PostgreSQL's API is measured as the Procfile runs it: after-commit upkeep (graph links, chunks)
 # goes to a Celery worker over Redis. SQLite runs as the embedded default does, with that upkeep
 # inside each save (eager); so does PostgreSQL when no Redis answers. The report says which.
@@ -150,7 +153,7 @@ run_backend() {
   port="$("$BIN/python" -m bench.knowledge_bench free-port)" || return 1
   choose_topology "$backend"
   start_worker "$WORK/worker-$backend.log" || return 1
-  env "${SERVER_ENV[@]}" "$BIN/gunicorn" config.wsgi --bind "127.0.0.1:$port" --workers "$WORKERS" --threads "$THREADS" \
+  env "${SERVER_ENV[@]}" "$BIN/gunicorn" config.wsgi --bind "127.0.0.1:$port" --workers "$WORKERS" \
     --timeout 300 --graceful-timeout 10 --error-logfile "$log" --capture-output >>"$log" 2>&1 &
   GUNICORN_PID=$!
 
