@@ -7,7 +7,8 @@ or broken is dropped before and after each call.
 
 A second connection sees only committed rows, so inside a transaction (or on SQLite, whose
 test databases live in one connection's file lock) the work runs inline on the caller's own
-connection instead.
+connection instead, unless it reads no table at all (`independent`: computing tsvectors for a
+large write, say), which may run beside the caller's transaction.
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ class ConnectionWorkers:
         self._idle = 0
         self._lock = threading.Lock()
 
-    def submit(self, work: Callable[[], T]) -> Future[T]:
+    def submit(self, work: Callable[[], T], *, independent: bool = False) -> Future[T]:
         """Start `work` on a worker's connection (or run it now, inline, where a second
         connection would not see what the caller sees); `.result()` gives its value or raises."""
         future: Future[T] = Future()
-        if connection.vendor != "postgresql" or connection.in_atomic_block:
+        if connection.vendor != "postgresql" or (connection.in_atomic_block and not independent):
             _run(future, work)
             return future
         with self._lock:

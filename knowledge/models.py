@@ -129,8 +129,8 @@ class SearchChunk(models.Model):
     """A slice of a document's current version, the unit of full-text search and snippets.
 
     Ordinal -1 is the document's header (title and path words), ranked above body text.
-    The text index lives beside it: an FTS5 table on SQLite, a generated tsvector column with a
-    GIN index on PostgreSQL (see migration 0002). Rows are replaced on every content write.
+    The text index lives beside it: an FTS5 table on SQLite, a tsvector column with a GIN index
+    on PostgreSQL (migrations 0003 and 0013), which `knowledge.search` writes with the row.
     """
 
     # No index of its own: (document, ordinal) below serves every lookup by document.

@@ -51,6 +51,26 @@ def test_inside_a_transaction_work_runs_inline_and_sees_uncommitted_rows(transac
         assert workers.submit(lambda: Workspace.objects.filter(slug="uncommitted").exists()).result()
 
 
+def test_independent_work_runs_beside_a_transaction(transactional_db, workers):
+    """Work that reads no table (computing tsvectors, say) needs no view of the caller's writes."""
+    with transaction.atomic():
+        session, thread = workers.submit(backend, independent=True).result()
+        vector = workers.submit(lambda: _tsvector("Running shards"), independent=True).result()
+        if connection.vendor == "postgresql":
+            assert thread.startswith("db-worker-") and session != backend()[0]
+            assert vector == "'run':1 'shard':2"
+        else:
+            assert (session, thread) == backend()
+
+
+def _tsvector(text: str) -> str | None:
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_tsvector('english', %s)", [text])
+        return cursor.fetchone()[0]
+
+
 def test_errors_reach_the_caller(transactional_db, workers):
     def fail() -> Any:
         raise ValueError("bad leg")

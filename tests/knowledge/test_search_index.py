@@ -9,7 +9,7 @@ import random
 import pytest
 from django.db import connection
 
-from knowledge import search, services
+from knowledge import search, search_query, services
 from knowledge.models import SearchChunk, SearchTerm
 from knowledge.search import _TERM_COUNTS, HEADER_ORDINAL, _path_words, chunk_lines, term_length
 from workspaces.services import namespace_create
@@ -302,3 +302,33 @@ def test_phrases_match_the_same_documents_either_way_they_are_checked(
     if connection.vendor == "postgresql":  # english stop words drop out: the phrase is one word
         found = http.as_(alice).get("/kb/search", params={"q": '"the opal"', "limit": 100}).json()
         assert found["total"] == 12
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's tsvector column")
+@pytest.mark.parametrize("split_from", [4, 10_000], ids=["vectors-computed-beside", "vectors-computed-inline"])
+def test_chunk_vectors_match_their_text_however_they_are_computed(alice, namespace, monkeypatch, split_from):
+    """A large write computes half of its tsvectors on a second connection; every row's vector
+    must still be exactly what its own title, path and text give, and searchable."""
+    monkeypatch.setattr(search, "SPLIT_VECTOR_CHUNKS", split_from)
+    rng = random.Random(7)
+    content = "\n\n".join(_paragraphs(rng, 40)) + "\n\nthe last paragraph names a zanzibarite.\n"
+    document = services.document_create(actor=alice.actor, namespace=namespace, path="split.md", content=content)
+    expected = search.CHUNK_VECTOR.format(title="c.title", path="c.path_text", text="c.text")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE c.search_vector = {expected}) "
+            "FROM knowledge_searchchunk c WHERE c.document_id = %s",
+            [document.pk],
+        )
+        rows, matching = cursor.fetchone()
+    assert rows == len(chunk_lines(content)) + 1 >= 8  # header + body chunks, split into two inserts at 4
+    assert matching == rows
+    _assert_index_matches(document, content)
+    hits = search.run_search(
+        query=search_query.parse_query("zanzibarite"),
+        scope_sql="SELECT id FROM knowledge_document",
+        scope_params=[],
+        limit=5,
+        offset=0,
+    )
+    assert [hit.document_id for hit in hits.ranked] == [document.pk]
