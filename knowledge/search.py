@@ -210,6 +210,8 @@ CHUNK_VECTOR = (
 # writing one computes the first half's: to_tsvector is most of a large write's cost (about a
 # second on one core for the ~7,000 chunks of a 10 MiB body).
 SPLIT_VECTOR_CHUNKS = 1000
+# CHUNK_VECTOR over the columns of `unnest(...) AS u(..., title, path, body, ...)`.
+_UNNESTED_VECTOR = CHUNK_VECTOR.format(title="u.title", path="u.path", text="u.body")
 
 
 def _insert_chunks(document_id: UUID, rows: list[ChunkRow]) -> list[int]:
@@ -250,7 +252,7 @@ def _insert_pg_rows(
     unnest = "unnest(%s::int[], %s::int[], %s::int[], %s::text[], %s::text[], %s::text[]"
     params: list[Any] = [document_id, ordinals, starts, ends, titles, paths, texts]
     if vectors is None:
-        vector = CHUNK_VECTOR.format(title="u.title", path="u.path", text="u.body")
+        vector = _UNNESTED_VECTOR
         source = f"{unnest}) AS u(ordinal, start_line, end_line, title, path, body)"
     else:
         vector = "u.vector"
@@ -267,10 +269,9 @@ def _insert_pg_rows(
 
 def chunk_vectors(rows: list[ChunkRow]) -> list[str]:
     """The tsvectors of these chunk rows, in order, as PostgreSQL's text form (reads no table)."""
-    vector = CHUNK_VECTOR.format(title="u.title", path="u.path", text="u.body")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {vector} FROM unnest(%s::text[], %s::text[], %s::text[]) "
+            f"SELECT {_UNNESTED_VECTOR} FROM unnest(%s::text[], %s::text[], %s::text[]) "
             "WITH ORDINALITY AS u(title, path, body, n) ORDER BY u.n",
             [[row[3] for row in rows], [row[4] for row in rows], [row[5] for row in rows]],
         )

@@ -148,8 +148,12 @@ def _first_body_chunks(document_ids: list[Any]) -> dict[Any, SearchChunk]:
     return {chunk.document_id: chunk for chunk in chunks}
 
 
-def _scope(documents: Any) -> tuple[str, list[Any]]:
-    """The readable documents' ids as SQL, for the ranking queries to filter on inside."""
+Scope = tuple[str, list[Any]]  # the readable documents' ids as SQL and its parameters
+
+
+def _scope(documents: Any) -> Scope:
+    """The readable documents' ids as SQL, for the ranking queries to filter on inside (compiled
+    once per request: hybrid's two legs share it)."""
     sql, params = documents.order_by().values("id").query.sql_with_params()
     return sql, list(params)
 
@@ -194,17 +198,18 @@ class SearchView(APIView):
             ranked.total = documents.count()
             ranked.order = list(documents[offset : offset + limit].values_list("id", flat=True))
         elif effective == "text":
-            ranked = self._text(documents, parsed, limit, offset)
+            ranked = self._text(_scope(documents), parsed, limit, offset)
         elif effective == "semantic":
-            ranked = self._semantic(workspace_id, documents, query, limit, offset, share, loaded)
+            ranked = self._semantic(workspace_id, _scope(documents), query, limit, offset, share, loaded)
         else:
+            scope = _scope(documents)
             try:
-                ranked = self._hybrid(workspace_id, documents, parsed, query, limit, offset, share, loaded)
+                ranked = self._hybrid(workspace_id, scope, parsed, query, limit, offset, share, loaded)
             except Invalid as exc:  # the provider could not embed the query: text still answers
                 if exc.code != "semantic_unavailable":
                     raise
                 effective, fallback_reason = "text", exc.extra.get("reason") or exc.message
-                ranked = self._text(documents, parsed, limit, offset)
+                ranked = self._text(scope, parsed, limit, offset)
         by_id = documents.in_bulk(ranked.order)
         page = [by_id[pk] for pk in ranked.order if pk in by_id]
         chunks: dict[Any, SearchChunk] = {}
@@ -264,15 +269,10 @@ class SearchView(APIView):
             body["timings"] = ranked.timings
         return Response(body)
 
-    @classmethod
-    def _text(cls, documents: Any, parsed: Any, limit: int, offset: int) -> Ranked:
-        scope_sql, scope_params = _scope(documents)
-        return cls._ranked_text(
-            run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=limit, offset=offset)
-        )
-
     @staticmethod
-    def _ranked_text(result: SearchResult) -> Ranked:
+    def _text(scope: Scope, parsed: Any, limit: int, offset: int) -> Ranked:
+        scope_sql, scope_params = scope
+        result = run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=limit, offset=offset)
         return Ranked(
             order=[r.document_id for r in result.ranked],
             total=result.total,
@@ -284,14 +284,14 @@ class SearchView(APIView):
     @staticmethod
     def _semantic(
         workspace_id: int,
-        documents: Any,
+        scope: Scope,
         query: dict[str, Any],
         limit: int,
         offset: int,
         share: float,
         loaded: LoadedPolicy | None,
     ) -> Ranked:
-        scope_sql, scope_params = _scope(documents)
+        scope_sql, scope_params = scope
         result = embedding_search.semantic_search(
             workspace_id=workspace_id,
             text=query["q"],
@@ -314,7 +314,7 @@ class SearchView(APIView):
     def _hybrid(
         self,
         workspace_id: int,
-        documents: Any,
+        scope: Scope,
         parsed: Any,
         query: dict[str, Any],
         limit: int,
@@ -327,16 +327,13 @@ class SearchView(APIView):
         The text leg runs on a second database connection while this one embeds the query and
         finds the nearest vectors (see config.db_workers)."""
         depth = min(HYBRID_MAX_CANDIDATES, max(HYBRID_MIN_CANDIDATES, (offset + limit) * 2))
-        scope_sql, scope_params = _scope(documents)
-        text_leg = side_queries.submit(
-            lambda: run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=depth, offset=0)
-        )
+        text_leg = side_queries.submit(lambda: self._text(scope, parsed, depth, 0))
         try:
-            semantic_leg = self._semantic(workspace_id, documents, query, depth, 0, share, loaded)
+            semantic_leg = self._semantic(workspace_id, scope, query, depth, 0, share, loaded)
         except BaseException:
             text_leg.exception()  # waits: the leg never outlives the request
             raise
-        text = self._ranked_text(text_leg.result())
+        text = text_leg.result()
         fused = embedding_search.reciprocal_rank_fusion([text.order, semantic_leg.order], k=query.get("rrf_k"))
         window = fused[offset : offset + limit]
         text_ranks = {pk: rank for rank, pk in enumerate(text.order, start=1)}
