@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import itertools
+import os
+import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
+import redis
+from celery import Celery
+from django.conf import settings
+from django.db import connection
 
 from config.db_workers import side_queries
 from workspaces.access import Actor, actor_for
@@ -16,6 +26,7 @@ from workspaces.models import Workspace
 from workspaces.services import membership_set, token_issue, user_ensure, workspace_ensure
 
 _names = itertools.count(1)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -124,6 +135,67 @@ def http(live_server: Any, transactional_db: Any) -> Iterator[Http]:
     client = Http(live_server.url)
     yield client
     client.close()
+
+
+# --- real Celery workers (PostgreSQL tests) --------------------------------------------------
+
+
+@pytest.fixture
+def broker_url():
+    url = f"redis://127.0.0.1:6379/{random.randint(5, 15)}"
+    redis.Redis.from_url(url).flushdb()
+    yield url
+    redis.Redis.from_url(url).flushdb()
+
+
+@pytest.fixture
+def worker_env() -> dict[str, str]:
+    """Extra environment for the worker processes; a test module overrides it."""
+    return {}
+
+
+@pytest.fixture
+def workers(broker_url, tmp_path, worker_env):
+    """start() launches one solo worker process on this test's database; all are killed at the end."""
+    db = connection.settings_dict
+    database_url = f"postgres://{db['USER']}@{quote(db['HOST'], safe='')}/{db['NAME']}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": broker_url,
+        "SECRET_KEY": settings.SECRET_KEY,
+        "KNOWLEDGE_SECRET_KEYS": ",".join(settings.KNOWLEDGE_SECRET_KEYS),
+        **worker_env,
+    }
+    started: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        log = open(tmp_path / f"worker{len(started)}.log", "w")  # noqa: SIM115 (lives as long as the worker)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config.celery_app", "worker", "--pool=solo", "-l", "INFO",
+             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"w{len(started)}@%h"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+@pytest.fixture
+def queue(broker_url):
+    """queue(name, *args) sends knowledge.tasks.<name> to the workers' broker."""
+    # Not the current app: shared tasks would follow it, and later tests in this process would
+    # send their tasks to this broker instead of running them eagerly.
+    sender = Celery(broker=broker_url, set_as_current=False)
+    yield lambda name, *args: sender.send_task(f"knowledge.tasks.{name}", args=list(args))
+    sender.close()
 
 
 # --- small builders used across tests ------------------------------------------------------

@@ -173,6 +173,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = True  # embedding work is fenced by claims, so redelivery after a crash is safe
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes the database connection around every task unless this is set, so a
+# worker would open a PostgreSQL session (a backend fork and cold catalog caches) for each
+# after-save task. It then closes only every this many tasks; config.celery_app applies Django's
+# own per-request rules (CONN_MAX_AGE, errors, health checks) around each task instead.
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_BEAT_SCHEDULE = {
     # Redis only wakes workers; this poll recovers expired leases and work whose wake-up was lost.
     "poll-embeddings": {

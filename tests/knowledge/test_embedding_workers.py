@@ -7,20 +7,12 @@ provider; the test process only sends messages and reads the database.
 
 from __future__ import annotations
 
-import os
-import random
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-import redis
-from celery import Celery
-from django.conf import settings
 from django.db import connection
 
 from knowledge.embeddings import store
@@ -30,61 +22,14 @@ from tests.knowledge.semantic_helpers import enable, postgres_only
 from workspaces.models import SemanticPolicy
 
 pytestmark = [pytest.mark.django_db(transaction=True), postgres_only]
-ROOT = Path(__file__).resolve().parents[2]
 LEASE_SECONDS = 3
 DOCUMENTS = 24
 BATCH = 4
 
 
 @pytest.fixture
-def broker_url():
-    url = f"redis://127.0.0.1:6379/{random.randint(5, 15)}"
-    redis.Redis.from_url(url).flushdb()
-    yield url
-    redis.Redis.from_url(url).flushdb()
-
-
-@pytest.fixture
-def workers(broker_url, tmp_path):
-    """start() launches one solo worker process; all are killed at the end."""
-    db = connection.settings_dict
-    database_url = f"postgres://{db['USER']}@{quote(db['HOST'], safe='')}/{db['NAME']}"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.local",
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-        "DATABASE_URL": database_url,
-        "REDIS_URL": broker_url,
-        "KNOWLEDGE_EMBEDDING_LEASE_SECONDS": str(LEASE_SECONDS),
-        "SECRET_KEY": settings.SECRET_KEY,
-        "KNOWLEDGE_SECRET_KEYS": ",".join(settings.KNOWLEDGE_SECRET_KEYS),
-    }
-    started: list[subprocess.Popen] = []
-
-    def start() -> subprocess.Popen:
-        log = open(tmp_path / f"worker{len(started)}.log", "w")  # noqa: SIM115 (lives as long as the worker)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config.celery_app", "worker", "--pool=solo", "-l", "INFO",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"w{len(started)}@%h"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(10)
-
-
-@pytest.fixture
-def queue(broker_url):
-    # Not the current app: shared tasks would follow it, and later tests in this process would
-    # send their tasks to this broker instead of running them eagerly.
-    sender = Celery(broker=broker_url, set_as_current=False)
-    yield lambda name, *args: sender.send_task(f"knowledge.tasks.{name}", args=list(args))
-    sender.close()
+def worker_env():
+    return {"KNOWLEDGE_EMBEDDING_LEASE_SECONDS": str(LEASE_SECONDS)}
 
 
 @pytest.fixture
