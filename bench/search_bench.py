@@ -168,10 +168,10 @@ def raw_sql_ms(username: str, query: str) -> float:
     user = get_user_model().objects.get(username=username)
     actor = actor_for(user, Membership.objects.filter(user=user).first().workspace)
     documents = selectors.document_list(actor=actor, filters=selectors.DocumentFilters())
-    scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
+    scope_sql, scope_params = selectors.search_scope(documents)
     parsed = parse_query(query)
     with CaptureQueriesContext(connection) as captured:
-        result = run_search(query=parsed, scope_sql=scope_sql, scope_params=list(scope_params), limit=20, offset=0)
+        result = run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=20, offset=0)
         result.best_chunks([hit.document_id for hit in result.ranked])  # the snippets the API shows
     statements = [q["sql"] for q in captured.captured_queries]
     timings = []

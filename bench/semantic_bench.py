@@ -288,14 +288,14 @@ class Bench:
         rows = {}
         for user in USERS:
             documents = selectors.document_list(actor=self.actors[user], filters=selectors.DocumentFilters())
-            scope_sql, scope_params = documents.order_by().values("id").query.sql_with_params()
+            scope_sql, scope_params = selectors.search_scope(documents)
             readable = documents.count()
             recalls, strict, short = [], [], 0
             for query in queries:
                 hits = self._search(user, query, "semantic")["data"]
                 served = [(hit["document"]["id"], hit["score"]) for hit in hits]
                 vector = provider.embed([query])[0]
-                exact_rows = semantic_search._chunk_rows(space, vector, scope_sql, list(scope_params), 2000, exact=True)
+                exact_rows = semantic_search._chunk_rows(space, vector, scope_sql, scope_params, 2000, exact=True)
                 best = semantic_search._group(exact_rows, 0.0)[:10]
                 exact = {str(m.document_id) for m in best}
                 if exact:
@@ -388,10 +388,7 @@ class Bench:
 
         def scope(namespace: str | None) -> tuple[str, list[Any]]:
             filters = selectors.DocumentFilters(namespace=namespace)
-            sql, params = (
-                selectors.document_list(actor=actor, filters=filters).order_by().values("id").query.sql_with_params()
-            )
-            return sql, list(params)
+            return selectors.search_scope(selectors.document_list(actor=actor, filters=filters))
 
         def finds(document_id: Any, text: str, where: tuple[str, list[Any]]) -> bool:
             result = semantic_search.semantic_search(

@@ -148,16 +148,6 @@ def _first_body_chunks(document_ids: list[Any]) -> dict[Any, SearchChunk]:
     return {chunk.document_id: chunk for chunk in chunks}
 
 
-Scope = tuple[str, list[Any]]  # the readable documents' ids as SQL and its parameters
-
-
-def _scope(documents: Any) -> Scope:
-    """The readable documents' ids as SQL, for the ranking queries to filter on inside (compiled
-    once per request: hybrid's two legs share it)."""
-    sql, params = documents.order_by().values("id").query.sql_with_params()
-    return sql, list(params)
-
-
 HYBRID_MIN_CANDIDATES = 50
 HYBRID_MAX_CANDIDATES = 200
 
@@ -194,15 +184,15 @@ class SearchView(APIView):
         parsed = parse_query(query["q"])
         share = selectors.readable_share(actor=actor, filters=filters) if effective != "text" else 1.0
         ranked = Ranked()
-        if not query["q"].strip():
+        scope = selectors.search_scope(documents) if query["q"].strip() else None
+        if scope is None:
             ranked.total = documents.count()
             ranked.order = list(documents[offset : offset + limit].values_list("id", flat=True))
         elif effective == "text":
-            ranked = self._text(_scope(documents), parsed, limit, offset)
+            ranked = self._text(scope, parsed, limit, offset)
         elif effective == "semantic":
-            ranked = self._semantic(workspace_id, _scope(documents), query, limit, offset, share, loaded)
+            ranked = self._semantic(workspace_id, scope, query, limit, offset, share, loaded)
         else:
-            scope = _scope(documents)
             try:
                 ranked = self._hybrid(workspace_id, scope, parsed, query, limit, offset, share, loaded)
             except Invalid as exc:  # the provider could not embed the query: text still answers
@@ -270,7 +260,7 @@ class SearchView(APIView):
         return Response(body)
 
     @staticmethod
-    def _text(scope: Scope, parsed: Any, limit: int, offset: int) -> Ranked:
+    def _text(scope: selectors.Scope, parsed: Any, limit: int, offset: int) -> Ranked:
         scope_sql, scope_params = scope
         result = run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=limit, offset=offset)
         return Ranked(
@@ -284,7 +274,7 @@ class SearchView(APIView):
     @staticmethod
     def _semantic(
         workspace_id: int,
-        scope: Scope,
+        scope: selectors.Scope,
         query: dict[str, Any],
         limit: int,
         offset: int,
@@ -314,7 +304,7 @@ class SearchView(APIView):
     def _hybrid(
         self,
         workspace_id: int,
-        scope: Scope,
+        scope: selectors.Scope,
         parsed: Any,
         query: dict[str, Any],
         limit: int,

@@ -103,7 +103,7 @@ def _chunk_rows(
     exact: bool,
     share: float = 1.0,
 ) -> list[tuple[Any, ...]]:
-    """Nearest readable chunks of current versions.
+    """Nearest readable chunks of current versions; `scope_sql` is `selectors.search_scope`'s.
 
     Approximate: the HNSW index alone yields enough candidates, iteratively scanned, for `fetch`
     of them to pass the access filter when the scope keeps `share` of the documents; each
@@ -115,20 +115,23 @@ def _chunk_rows(
     distance = f"(v.embedding::{cast} <=> %s::{cast})"
     columns = f"c.document_id, c.heading_path, c.anchor, c.start_line, c.end_line, left(c.text, {SNIPPET_CHARS + 1})"
     if exact:
-        # The readable documents' current vectors, through the vectors' (space, document) index.
+        # The readable documents' current vectors (the scope selects each one's current version),
+        # through the vectors' (space, document) index.
         # The distance is written on the stored column, not on the HNSW index's cast expression,
         # so the planner cannot answer it from the approximate index.
+        # The scope is materialized first: joined inline, the planner expects one vector per document
+        # and checks the namespace's workspace once per vector instead of once per document.
         sql = f"""
+            WITH d AS MATERIALIZED ({scope_sql})
             SELECT n.chunk_id, n.distance, {columns} FROM (
                 SELECT v.chunk_id, (v.embedding <=> %s::vector) AS distance
-                FROM knowledge_document d
+                FROM d
                 JOIN {store.TABLE} v ON v.space_id = %s AND v.document_id = d.id AND v.version_id = d.current_version_id
-                WHERE d.id IN ({scope_sql})
                 ORDER BY distance LIMIT %s
             ) n JOIN knowledge_embeddingchunk c ON c.id = n.chunk_id
             ORDER BY n.distance
         """
-        params = [store.literal(vector), space.pk, *scope_params, fetch]
+        params = [*scope_params, store.literal(vector), space.pk, fetch]
     else:
         candidates = min(MAX_CANDIDATE_CHUNKS * OVERFETCH, max(200, approximate_candidates(fetch, share)))
         sql = f"""
@@ -141,7 +144,7 @@ def _chunk_rows(
                 SELECT * FROM knowledge_embeddingchunk c WHERE c.id = n.chunk_id LIMIT 1
             ) c
             JOIN knowledge_document d ON d.id = c.document_id AND d.current_version_id = c.version_id
-            WHERE c.document_id IN ({scope_sql})
+            WHERE c.document_id IN (SELECT s.id FROM ({scope_sql}) s)
             ORDER BY n.distance LIMIT %s
         """
         params = [store.literal(vector), int(space.pk), candidates, *scope_params, fetch]

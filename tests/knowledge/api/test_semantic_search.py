@@ -257,16 +257,13 @@ def test_vectors_carry_their_chunks_version_and_the_exact_path_reads_only_curren
     assert owners() == chunks and len(chunks) >= len(DOCS)
 
     space = pipeline.active_space(semantic_admin.workspace.pk)
-    scope_sql, scope_params = (
+    scope_sql, scope_params = selectors.search_scope(
         selectors.document_list(actor=alice.actor, filters=selectors.DocumentFilters())
-        .order_by()
-        .values("id")
-        .query.sql_with_params()
     )
 
     def exact_documents() -> set[str]:
         vector = word_vector("nightly backups restore", space.dimensions)
-        rows = semantic_search._chunk_rows(space, vector, scope_sql, list(scope_params), 40, exact=True)
+        rows = semantic_search._chunk_rows(space, vector, scope_sql, scope_params, 40, exact=True)
         return {str(row[2]) for row in rows}
 
     assert exact_documents() == set(indexed.values())
