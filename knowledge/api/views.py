@@ -236,8 +236,8 @@ class DocumentViewSet(KnowledgeViewSet):
     def revise(self, request: Request, pk: str) -> Response:
         """Replace the content, creating exactly one version; a stale expected_version is 409."""
         data = parse(s.DocumentReviseSerializer, request.data)
-        document = selectors.document_get(actor=self.actor, document_id=pk, include_content=False)
-        document = services.document_revise(actor=self.actor, document_id=document.pk, **data)
+        # The service locks the row and answers 404 for a document this actor cannot read.
+        document = services.document_revise(actor=self.actor, document_id=pk, **data)
         return self.document_response(document, include_content=False)
 
     @extend_schema(parameters=[s.VersionListQuerySerializer], responses=responses(s.VersionPageSerializer))
