@@ -52,11 +52,23 @@ def _may_link(text: str) -> bool:
     return "[" in text or "<" in text or "agor:" in text.lower()
 
 
+def _block_may_link(node: Node, source: bytes) -> bool:
+    """Whether the node's source could hold a link or a bare agor URI, so its subtree is worth
+    walking: `_may_link` on its bytes, widened to `&` (an entity can spell part of a URI) and to
+    `agor` without its colon (which an escape or entity can write). Walking every text node of
+    a 10 MiB document in Python costs as much as parsing it."""
+    srcmap = node.srcmap
+    if not srcmap:
+        return True
+    piece = source[srcmap[0] : srcmap[1]]
+    return b"[" in piece or b"<" in piece or b"&" in piece or b"agor" in piece.lower()
+
+
 class _Lines:
     """1-based line numbers of the parser's byte offsets."""
 
-    def __init__(self, markdown: str) -> None:
-        self.starts = [m.end() for m in re.finditer(b"\n", markdown.encode("utf-8"))]
+    def __init__(self, source: bytes) -> None:
+        self.starts = [m.end() for m in re.finditer(b"\n", source)]
 
     def of(self, node: Node) -> int | None:
         srcmap = node.srcmap
@@ -80,7 +92,8 @@ def extract_links(markdown: str) -> list[LinkRef]:
     """
     if not markdown or not _may_link(markdown):
         return []
-    lines = _Lines(markdown)
+    source = markdown.encode("utf-8")  # the parser's offsets are byte offsets
+    lines = _Lines(source)
     refs: list[LinkRef] = []
     definitions: dict[str, LinkRef] = {}
     run: list[str] = []
@@ -128,7 +141,7 @@ def extract_links(markdown: str) -> list[LinkRef]:
             href = node.meta.get("destination", "")
             if href and label not in definitions:
                 definitions[label] = LinkRef(href, "definition", lines.of(node))
-        elif name not in OPAQUE and node.children:
+        elif name not in OPAQUE and node.children and _block_may_link(node, source):
             stack.append((iter(node.children), in_link))
     refs.extend(definitions.values())
     return refs

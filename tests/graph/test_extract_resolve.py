@@ -94,6 +94,27 @@ def test_links_in_tables_and_nested_structures():
     assert hrefs(markdown) == ["cell.md", "q.md", "li.md"]
 
 
+def test_blocks_without_link_syntax_are_skipped_but_every_link_among_them_is_found():
+    plain = "Plain words, *emphasis* and `code` with no link syntax at all.\n\n" * 200
+    markdown = (
+        f"{plain}- outer\n  > quoted\n  > - deep [d](deep.md)\n\n{plain}"
+        f"| x |\n|---|\n| <https://example.com/cell> |\n\n{plain}"
+        f"Shouting AGOR://kb/eng/loud.md at the end.\n\n{plain}[Label][l]\n\n[l]: label.md\n"
+    )
+    lines = markdown.splitlines()
+    refs = extract_links(markdown)
+    assert [(r.href, r.kind) for r in refs] == [
+        ("deep.md", "link"),
+        ("https://example.com/cell", "autolink"),
+        ("AGOR://kb/eng/loud.md", "bare"),
+        ("label.md", "link"),
+        ("label.md", "definition"),
+    ]
+    assert "deep [d](deep.md)" in lines[refs[0].line - 1] and "AGOR" in lines[refs[2].line - 1]
+    # The pure-Python parser's path walks every token: it finds the same links.
+    assert [(r.href, r.kind) for r in _extract_links_slowly(markdown)] == [(r.href, r.kind) for r in refs]
+
+
 def test_images_inside_links_count_and_the_first_definition_of_a_label_wins():
     markdown = "[![badge](badge.png)](target.md) ![alt agor://kb/eng/alt.md](i.png)\n\n[R]: first.md\n[r]: second.md\n"
     assert [(r.href, r.kind) for r in extract_links(markdown)] == [
