@@ -115,12 +115,12 @@ def _chunk_rows(
     distance = f"(v.embedding::{cast} <=> %s::{cast})"
     columns = f"c.document_id, c.heading_path, c.anchor, c.start_line, c.end_line, left(c.text, {SNIPPET_CHARS + 1})"
     if exact:
-        # The readable documents' current vectors (the scope selects each one's current version),
-        # through the vectors' (space, document) index.
-        # The distance is written on the stored column, not on the HNSW index's cast expression,
-        # so the planner cannot answer it from the approximate index.
-        # The scope is materialized first: joined inline, the planner expects one vector per document
-        # and checks the namespace's workspace once per vector instead of once per document.
+        # The readable documents' current vectors, through the vectors' (space, document) index,
+        # joined to the scope's (id, current_version_id) rows. The scope is materialized first:
+        # inlined, the planner expects one vector per document and checks the namespace's
+        # workspace once per vector instead of once per document. The distance is written on the
+        # stored column, not on the HNSW index's cast expression, so the planner cannot answer it
+        # from the approximate index.
         sql = f"""
             WITH d AS MATERIALIZED ({scope_sql})
             SELECT n.chunk_id, n.distance, {columns} FROM (
