@@ -7,7 +7,8 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,16 @@ def queue(broker_url):
     sender = Celery(broker=broker_url, set_as_current=False)
     yield lambda name, *args: sender.send_task(f"knowledge.tasks.{name}", args=list(args))
     sender.close()
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    """Poll `condition` until it returns something true (returned), failing after `timeout` s:
+    for work another process does (a worker, a server)."""
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+    return result
 
 
 # --- small builders used across tests ------------------------------------------------------

@@ -3,15 +3,13 @@ does, and replaces a session the server dropped instead of failing the next task
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.db import connection
 
 from knowledge.models import Document, DocumentOutline
-from tests.conftest import create_document, create_namespace
+from tests.conftest import create_document, create_namespace, wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -29,14 +27,6 @@ def worker_sessions() -> list[tuple[int, Any]]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid, backend_start FROM pg_stat_activity WHERE application_name = %s", [APPLICATION])
         return cursor.fetchall()
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    return result
 
 
 def test_a_worker_keeps_its_session_between_tasks_and_replaces_a_dropped_one(workers, queue, http, owner):

@@ -17,7 +17,7 @@ from django.db import connection
 
 from knowledge.embeddings import store
 from knowledge.models import ChunkState, Document, EmbeddingChunk
-from tests.conftest import create_document, create_namespace
+from tests.conftest import create_document, create_namespace, wait_for
 from tests.knowledge.semantic_helpers import enable, postgres_only
 from workspaces.models import SemanticPolicy
 
@@ -86,10 +86,11 @@ def test_a_killed_worker_loses_nothing_and_its_late_work_is_redone(workers, queu
     embedder.release()  # its answer goes nowhere
     workers()
     queue("embed_workspace_task", pending)  # the survivor takes what is not leased...
-    deadline = time.monotonic() + 30
-    while EmbeddingChunk.objects.filter(state=ChunkState.EMBEDDED).count() < DOCUMENTS - BATCH:
-        assert time.monotonic() < deadline, "the survivor did not embed the unleased chunks"
-        time.sleep(0.2)
+    wait_for(
+        lambda: EmbeddingChunk.objects.filter(state=ChunkState.EMBEDDED).count() >= DOCUMENTS - BATCH,
+        "the survivor to embed the unleased chunks",
+        timeout=30,
+    )
     time.sleep(LEASE_SECONDS + 0.5)
     queue("poll_embeddings_task")  # ...and beat's poll hands it the expired lease
     wait_until_embedded()
