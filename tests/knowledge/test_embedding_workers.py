@@ -1,5 +1,6 @@
 """Real Celery workers on Redis embed a workspace: racing workers, a worker killed mid-call, a
-backlog handed over in bounded slices, and a transient provider failure retried without the poll.
+backlog handed over in bounded slices, a transient provider failure retried without the poll, a
+content change during a worker's provider call, and a settings change re-queueing the workspace.
 
 The workers run as separate processes against this test's PostgreSQL database and the loopback
 provider; the test process only sends messages and reads the database.
@@ -130,3 +131,46 @@ def test_a_transient_provider_failure_during_chunk_sync_is_retried_without_the_p
     chunk = EmbeddingChunk.objects.get(document=document)
     assert chunk.version_id == document.current_version_id and chunk.last_error == ""
     assert received(tmp_path, "embed_workspace_task") >= 2
+
+
+def test_a_content_change_during_a_workers_provider_call_commits_nothing_stale(
+    workers, queue, pending, embedder, http, semantic_admin
+):
+    arrived = embedder.block_next()
+    workers()
+    queue("embed_workspace_task", pending)
+    assert arrived.wait(60), "the worker never called the provider"
+    stale = EmbeddingChunk.objects.filter(state=ChunkState.CLAIMED).first()
+    content = "# Changed\n\nRewritten while the worker waited.\n"
+    revised = http.as_(semantic_admin).post(f"/kb/documents/{stale.document_id}/revise", json={"content": content})
+    assert revised.status_code == 200
+    embedder.release()  # the worker's answer for the old text arrives after the change
+    wait_until_embedded()
+    assert stale.text in embedder.calls[0].inputs  # the stale vector was computed...
+    assert not EmbeddingChunk.objects.filter(id=stale.id).exists()
+    with connection.cursor() as cursor:  # ...and never written
+        cursor.execute(f"SELECT count(*) FROM {store.TABLE} WHERE chunk_id = %s", [stale.id])
+        assert cursor.fetchone()[0] == 0
+    current = EmbeddingChunk.objects.get(document_id=stale.document_id)
+    assert str(current.version_id) == revised.json()["current_version"]["id"] and "Rewritten" in current.text
+    assert vector_count() == DOCUMENTS
+
+
+def test_a_settings_change_requeues_every_chunk_for_the_workers_once(
+    workers, queue, pending, embedder, http, semantic_admin
+):
+    workers()
+    queue("embed_workspace_task", pending)
+    wait_until_embedded()
+    texts = sorted(EmbeddingChunk.objects.values_list("text", flat=True))
+    before = len(embedder.calls)
+    enable(http, semantic_admin, embedder, model="test-embed-2", indexing={"paused": True, "batch_size": BATCH})
+    assert EmbeddingChunk.objects.filter(state=ChunkState.PENDING).count() == DOCUMENTS  # all of them, no more
+    row = SemanticPolicy.objects.get(workspace=semantic_admin.workspace)
+    row.policy = {**row.policy, "indexing": {"paused": False, "batch_size": BATCH}}
+    row.save(update_fields=["policy"])
+    queue("embed_workspace_task", pending)
+    wait_until_embedded()
+    after = embedder.calls[before:]
+    assert {call.model for call in after} == {"test-embed-2"}
+    assert sorted(text for call in after for text in call.inputs) == texts  # each chunk once, in the new space
