@@ -1,4 +1,5 @@
-"""Where vectors can live: SQLite builds chunks only; shared workers cap each workspace's batch."""
+"""Where vectors can live: SQLite builds chunks only; shared workers cap each workspace's batch and
+the workspaces one scan looks at."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from knowledge.models import ChunkState, EmbeddingChunk
 from tests.conftest import create_document, create_namespace
 from tests.knowledge.semantic_helpers import enable, postgres_only, status
 from workspaces.models import SemanticPolicy
+from workspaces.services import workspace_ensure
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,3 +68,23 @@ def test_archived_text_never_seeds_a_new_vector(http, semantic_admin, embedder):
     create_document(http, semantic_admin, "notes", "c.md", body)
     assert len(embedder.calls) == calls + 1  # archived twins are not a source
     assert EmbeddingChunk.objects.get(document__path="c.md").state == ChunkState.EMBEDDED
+
+
+@postgres_only
+def test_shared_workers_look_at_no_more_than_32_workspaces_per_scan(http, semantic_admin, embedder, settings):
+    enable(http, semantic_admin, embedder, indexing={"paused": True})
+    create_namespace(http, semantic_admin, "notes")
+    for n in range(40):
+        create_document(http, semantic_admin, "notes", f"n{n}.md", f"# Note {n}\n\nText {n}.\n")
+    # Forty workspaces with work waiting: each pending chunk is routed to a workspace of its own.
+    others = [workspace_ensure(slug=f"tenant-{n}", name=f"Tenant {n}").pk for n in range(40)]
+    chunks = list(EmbeddingChunk.objects.order_by("id").values_list("id", flat=True))
+    assert len(chunks) == 40
+    for chunk_id, workspace_id in zip(chunks, others, strict=True):
+        EmbeddingChunk.objects.filter(id=chunk_id).update(workspace_id=workspace_id)
+
+    settings.KNOWLEDGE_WORKSPACE_MODE = "required_from_auth"
+    scanned = pipeline.workspaces_with_work()
+    assert len(scanned) == pipeline.MULTI_WORKSPACE_CANDIDATES == 32 and set(scanned) <= set(others)
+    settings.KNOWLEDGE_WORKSPACE_MODE = "single"
+    assert sorted(pipeline.workspaces_with_work()) == sorted(others)
