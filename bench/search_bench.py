@@ -82,14 +82,15 @@ def pick_terms() -> dict[str, str]:
 
 
 def _neighbouring_pair(word: str, vocabulary: set[str]) -> str:
-    """`word` and the corpus word that most often follows it."""
+    """`word` and the corpus word that most often follows it (in the same sample on every run)."""
     from collections import Counter
 
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT text FROM knowledge_searchchunk WHERE ordinal >= 0 AND LOWER(text) LIKE %s LIMIT 400",
+            "SELECT text FROM knowledge_searchchunk WHERE ordinal >= 0 AND LOWER(text) LIKE %s "
+            "ORDER BY document_id, ordinal LIMIT 400",
             [f"%{word} %"],
         )
         texts = [row[0].lower() for row in cursor.fetchall()]
@@ -103,7 +104,8 @@ def _neighbouring_pair(word: str, vocabulary: set[str]) -> str:
             )
             for (stop_word,) in cursor.fetchall():
                 del followers[stop_word]
-    return f"{word} {followers.most_common(1)[0][0]}" if followers else word
+    # The same pair on every run: ties go to the first word in alphabetical order.
+    return f"{word} {min(followers, key=lambda w: (-followers[w], w))}" if followers else word
 
 
 def measure(url: str, token: str, query: str, clients: int, snippets: bool) -> dict[str, Any]:

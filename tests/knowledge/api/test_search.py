@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from django.db import connection
 
+from knowledge import search as search_module
 from knowledge.services import document_create, document_revise, document_set_archived, document_update
 from workspaces.models import NamespaceACL
 from workspaces.services import namespace_create
@@ -150,6 +152,37 @@ def test_pagination_is_stable_and_complete(http, bob, corpus):
     assert seen == again
     beyond = search(http, bob, q="widget", offset=500)
     assert beyond["total"] == 30 and beyond["data"] == []
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's side-by-side bonus has a window")
+@pytest.mark.parametrize("window", [3, 200])
+def test_words_side_by_side_move_up_within_the_proximity_window(http, alice, monkeypatch, window):
+    """A relaxed query's documents holding every word side by side move up among the first
+    PROXIMITY_WINDOW by score; the rest keep their order, and pages across the edge join up."""
+    place = namespace_create(actor=alice.actor, slug="prox")
+    # More repetitions score higher. n1, n4 and n7 also hold the words next to each other: n1
+    # ranks second by score, n4 and n7 below the documents without the pair.
+    repetitions = {0: 8, 1: 5, 4: 1, 7: 1}
+    together = {"n1.md", "n4.md", "n7.md"}
+    for i in range(9):
+        content = f"# Note {i}\n\n" + " ".join(["walrus filler text", "opal more filler"] * repetitions.get(i, 3))
+        if f"n{i}.md" in together:
+            content += "\n\nA walrus opal sighting."
+        document_create(actor=alice.actor, namespace=place, path=f"n{i}.md", content=content + "\n")
+    document_create(actor=alice.actor, namespace=place, path="one-word.md", content="walrus walrus walrus walrus\n")
+
+    monkeypatch.setattr(search_module, "PROXIMITY_WINDOW", 0)
+    by_score = paths(search(http, alice, q="walrus opal", limit=100))
+    assert by_score[-1] == "one-word.md"  # covering one word of two ranks last whatever its score
+    monkeypatch.setattr(search_module, "PROXIMITY_WINDOW", window)
+    head = by_score[:window]
+    expected = [p for p in head if p in together] + [p for p in head if p not in together] + by_score[window:]
+    assert expected != by_score  # the bonus changes this order
+    assert paths(search(http, alice, q="walrus opal", limit=100)) == expected
+    pages = []
+    for offset in range(0, 10, 2):
+        pages += paths(search(http, alice, q="walrus opal", limit=2, offset=offset))
+    assert pages == expected
 
 
 def test_index_follows_revisions_renames_and_moves(http, alice, bob, corpus):
