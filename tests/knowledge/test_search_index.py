@@ -332,3 +332,42 @@ def test_chunk_vectors_match_their_text_however_they_are_computed(alice, namespa
         offset=0,
     )
     assert [hit.document_id for hit in hits.ranked] == [document.pk]
+
+
+def _ranking(actor, q: str) -> tuple[int, list[tuple[str, int, float]]]:
+    from knowledge import selectors
+
+    documents = selectors.document_list(actor=actor, filters=selectors.DocumentFilters())
+    scope_sql, scope_params = selectors.search_scope(documents)
+    result = search.run_search(
+        query=search_query.parse_query(q), scope_sql=scope_sql, scope_params=scope_params, limit=50, offset=0
+    )
+    return result.total, [(str(r.document_id), r.coverage, round(r.score, 9)) for r in result.ranked]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's stems and row estimate")
+def test_stems_are_looked_up_once_and_an_analyzed_table_ranks_the_same(alice, namespace, monkeypatch):
+    """A word's stems are asked of PostgreSQL once per process; BM25's document count comes from
+    the table's row estimate once it has one, which ranks exactly as counting the rows did."""
+    from django.test.utils import CaptureQueriesContext
+
+    rng = random.Random(3)
+    for i in range(15):
+        services.document_create(
+            actor=alice.actor, namespace=namespace, path=f"r{i}.md", content="\n\n".join(_paragraphs(rng, 2))
+        )
+    monkeypatch.setattr(search, "_STEMS", {})
+    with connection.cursor() as cursor:  # as if never analyzed: the rows are counted
+        cursor.execute("UPDATE pg_class SET reltuples = -1 WHERE oid = 'knowledge_document'::regclass")
+    with CaptureQueriesContext(connection) as first:
+        counted = _ranking(alice.actor, "kernel ledgers")
+    stemming = "to_tsvector('english', w.word)"
+    assert counted[0] > 0 and any(stemming in q["sql"] for q in first.captured_queries)
+    assert search._STEMS == {"kernel": ("kernel",), "ledgers": ("ledger",)}
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_document")
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'knowledge_document'::regclass")
+        assert cursor.fetchone()[0] == 15
+    with CaptureQueriesContext(connection) as again:
+        assert _ranking(alice.actor, "kernel ledgers") == counted
+    assert not any(stemming in q["sql"] for q in again.captured_queries)
