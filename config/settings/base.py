@@ -1,6 +1,7 @@
 """Settings shared by every environment; the others only override."""
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from django.core.exceptions import ImproperlyConfigured
@@ -65,6 +66,22 @@ TEMPLATES = [
     },
 ]
 
+# The planner's cost of a random page read. PostgreSQL's default of 4 models spinning disks; on
+# an SSD or a cached database 1.1 is the usual setting. At 4, a rare word's ranking hashes every
+# readable document (3.3 ms at 10,000) instead of probing the 30 that hold the word. Empty sends
+# nothing (for poolers that refuse startup options, such as PgBouncer by default).
+PG_RANDOM_PAGE_COST = env.str("PG_RANDOM_PAGE_COST", default="1.1")
+
+
+def tune_postgres(database: dict[str, Any]) -> None:
+    """Connection reuse, health checks and planner costs for a PostgreSQL database."""
+    database.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    database["CONN_HEALTH_CHECKS"] = True
+    if PG_RANDOM_PAGE_COST:
+        options = database.setdefault("OPTIONS", {})
+        options["options"] = f"-c random_page_cost={float(PG_RANDOM_PAGE_COST)} {options.get('options', '')}".strip()
+
+
 SQLITE_PATH = VAR_DIR / "knowledge.sqlite3"
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
 # A percent-encoded host is a Unix socket directory (postgres://user@%2Fpath%2Fto%2Fsocket/db).
@@ -79,8 +96,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 else:
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    tune_postgres(DATABASES["default"])
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

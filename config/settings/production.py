@@ -3,15 +3,15 @@
 from urllib.parse import unquote
 
 from config.settings.base import *  # noqa: F403
-from config.settings.base import env
+from config.settings.base import env, tune_postgres
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env("SECRET_KEY")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS")
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["HOST"] = unquote(DATABASES["default"].get("HOST") or "")
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    tune_postgres(DATABASES["default"])
 
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
