@@ -639,7 +639,8 @@ STEM_CACHE_WORDS = 20_000
 
 def _lexemes(words: list[str]) -> list[list[str]]:
     """PostgreSQL's english stems of each word ([] for stop words)."""
-    missing = [word for word in dict.fromkeys(words) if word not in _STEMS]
+    known = {word: _STEMS.get(word) for word in words}
+    missing = [word for word, stems in known.items() if stems is None]
     if missing:
         with connection.cursor() as cursor:
             cursor.execute(
@@ -650,10 +651,12 @@ def _lexemes(words: list[str]) -> list[list[str]]:
             found: dict[int, list[str]] = {}
             for index, lexeme in cursor.fetchall():
                 found.setdefault(index - 1, []).append(lexeme)
-        if len(_STEMS) + len(missing) > STEM_CACHE_WORDS:
+        fresh = {word: tuple(found.get(i, [])) for i, word in enumerate(missing)}
+        known.update(fresh)
+        if len(_STEMS) + len(fresh) > STEM_CACHE_WORDS:
             _STEMS.clear()
-        _STEMS.update((word, tuple(found.get(i, []))) for i, word in enumerate(missing))
-    return [list(_STEMS[word]) for word in words]
+        _STEMS.update(fresh)
+    return [list(known[word] or ()) for word in words]
 
 
 def _bm25_sql() -> str:

@@ -75,3 +75,32 @@ def test_production_settings_require_a_secret_key():
     result = _deploy_check({"ALLOWED_HOSTS": "kb.example.com", "DATABASE_URL": "sqlite:///tmp/x.sqlite3"})
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stderr
+
+
+def _session_page_cost(extra_env: dict[str, str]) -> str:
+    """random_page_cost of a session that the production settings open."""
+    env = {k: v for k, v in os.environ.items() if k != "PG_RANDOM_PAGE_COST"}
+    secret = "f3Kq9-pZ!r8wL2@tX6vB#nM4yC7&hJ1sD5gA0eU^oI-TzQ-production-test-key"
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": secret, **extra_env})
+    env["ALLOWED_HOSTS"] = "kb.example.com"
+    code = (
+        "import django; django.setup(); from django.db import connection; "
+        "cursor = connection.cursor(); cursor.execute('SHOW random_page_cost'); print(cursor.fetchone()[0])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+@pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"), reason="a PostgreSQL session option")
+def test_postgres_sessions_plan_with_the_configured_page_cost():
+    import psycopg
+
+    with psycopg.connect(os.environ["DATABASE_URL"]) as plain:
+        server_value = plain.execute("SHOW random_page_cost").fetchone()[0]
+    assert server_value != "1.1"
+    assert _session_page_cost({}) == "1.1"
+    assert _session_page_cost({"PG_RANDOM_PAGE_COST": "2"}) == "2"
+    assert _session_page_cost({"PG_RANDOM_PAGE_COST": ""}) == server_value  # nothing sent
