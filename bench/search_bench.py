@@ -84,15 +84,17 @@ def pick_terms() -> dict[str, str]:
 
 
 def _neighbouring_pair(word: str, vocabulary: set[str]) -> str:
-    """`word` and the corpus word that most often follows it (in the same sample on every run)."""
+    """`word` and the corpus word that most often follows it, in a sample taken in path order: the
+    same pair on every run over the same corpus, whatever ids its build drew."""
     from collections import Counter
 
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT text FROM knowledge_searchchunk WHERE ordinal >= 0 AND LOWER(text) LIKE %s "
-            "ORDER BY document_id, ordinal LIMIT 400",
+            "SELECT c.text FROM knowledge_searchchunk c JOIN knowledge_document d ON d.id = c.document_id "
+            "JOIN workspaces_namespace n ON n.id = d.namespace_id WHERE c.ordinal >= 0 AND LOWER(c.text) LIKE %s "
+            "ORDER BY n.slug, d.path, c.ordinal LIMIT 400",
             [f"%{word} %"],
         )
         texts = [row[0].lower() for row in cursor.fetchall()]
