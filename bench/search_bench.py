@@ -177,7 +177,10 @@ def raw_sql_ms(username: str, query: str) -> float:
     scope_sql, scope_params = selectors.search_scope(documents)
     parsed = parse_query(query)
     with CaptureQueriesContext(connection) as captured:
-        result = run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=20, offset=0)
+        share = selectors.readable_share(actor=actor, filters=selectors.DocumentFilters())
+        result = run_search(
+            query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=20, offset=0, scope_share=share
+        )
         result.best_chunks([hit.document_id for hit in result.ranked])  # the snippets the API shows
     statements = [q["sql"] for q in captured.captured_queries]
     timings = []

@@ -182,14 +182,14 @@ class SearchView(APIView):
         documents = selectors.document_list(actor=actor, filters=filters, include_content=content_mode == "full")
         limit, offset = query["limit"], query["offset"]
         parsed = parse_query(query["q"])
-        share = selectors.readable_share(actor=actor, filters=filters) if effective != "text" else 1.0
+        share = selectors.readable_share(actor=actor, filters=filters)
         ranked = Ranked()
         scope = selectors.search_scope(documents) if query["q"].strip() else None
         if scope is None:
             ranked.total = documents.count()
             ranked.order = list(documents[offset : offset + limit].values_list("id", flat=True))
         elif effective == "text":
-            ranked = self._text(scope, parsed, limit, offset)
+            ranked = self._text(scope, parsed, limit, offset, share)
         elif effective == "semantic":
             ranked = self._semantic(workspace_id, scope, query, limit, offset, share, loaded)
         else:
@@ -199,7 +199,7 @@ class SearchView(APIView):
                 if exc.code != "semantic_unavailable":
                     raise
                 effective, fallback_reason = "text", exc.extra.get("reason") or exc.message
-                ranked = self._text(scope, parsed, limit, offset)
+                ranked = self._text(scope, parsed, limit, offset, share)
         by_id = documents.in_bulk(ranked.order)
         page = [by_id[pk] for pk in ranked.order if pk in by_id]
         chunks: dict[Any, SearchChunk] = {}
@@ -260,9 +260,11 @@ class SearchView(APIView):
         return Response(body)
 
     @staticmethod
-    def _text(scope: selectors.Scope, parsed: Any, limit: int, offset: int) -> Ranked:
+    def _text(scope: selectors.Scope, parsed: Any, limit: int, offset: int, share: float) -> Ranked:
         scope_sql, scope_params = scope
-        result = run_search(query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=limit, offset=offset)
+        result = run_search(
+            query=parsed, scope_sql=scope_sql, scope_params=scope_params, limit=limit, offset=offset, scope_share=share
+        )
         return Ranked(
             order=[r.document_id for r in result.ranked],
             total=result.total,
@@ -317,7 +319,7 @@ class SearchView(APIView):
         The text leg runs on a second database connection while this one embeds the query and
         finds the nearest vectors (see config.db_workers)."""
         depth = min(HYBRID_MAX_CANDIDATES, max(HYBRID_MIN_CANDIDATES, (offset + limit) * 2))
-        text_leg = side_queries.submit(lambda: self._text(scope, parsed, depth, 0))
+        text_leg = side_queries.submit(lambda: self._text(scope, parsed, depth, 0, share))
         try:
             semantic_leg = self._semantic(workspace_id, scope, query, depth, 0, share, loaded)
         except BaseException:

@@ -278,13 +278,19 @@ def test_snippet_comes_from_a_match_far_down_a_large_document(http, alice, names
     assert hits["short.md"]["start_line"] == 1
 
 
-@pytest.mark.parametrize("one_pass_share", [0, 10_000])
+@pytest.mark.parametrize(
+    ("one_pass_share", "first_share"),
+    [(0, 2.0), (10_000, 2.0), (10_000, 0.0)],
+    ids=["one-gin-pass", "candidate-by-candidate", "gin-pass-first"],
+)
 def test_phrases_match_the_same_documents_either_way_they_are_checked(
-    http, alice, namespace, monkeypatch, one_pass_share
+    http, alice, namespace, monkeypatch, one_pass_share, first_share
 ):
     """PostgreSQL checks a phrase's candidates one by one or with one pass over the GIN index,
-    depending on how many there are; both find exactly the documents with the words in order."""
+    depending on how many there are, or (for a scope of most of the workspace) takes the GIN
+    pass first; each finds exactly the documents with the words in order."""
     monkeypatch.setattr(search, "PHRASE_ONE_PASS_SHARE", one_pass_share)
+    monkeypatch.setattr(search, "PHRASE_FIRST_SHARE", first_share)
     rng = random.Random(8)
     expected = set()
     for i in range(12):
@@ -371,3 +377,39 @@ def test_stems_are_looked_up_once_and_an_analyzed_table_ranks_the_same(alice, na
     with CaptureQueriesContext(connection) as again:
         assert _ranking(alice.actor, "kernel ledgers") == counted
     assert not any(stemming in q["sql"] for q in again.captured_queries)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL plans phrases by the scope's share")
+def test_a_broad_scope_ranks_phrases_exactly_as_a_narrow_one(alice, namespace):
+    """Taking the GIN pass first (a scope of most of the workspace) changes how the phrase's
+    documents are found, not which ones or their scores."""
+    from knowledge import selectors
+
+    rng = random.Random(11)
+    for i in range(20):
+        paragraphs = _paragraphs(rng, 3)
+        if i % 4 == 0:
+            paragraphs[i % 3] += " walrus opal"  # the phrase, at varying depths
+        else:
+            paragraphs[0] += " opal"
+            paragraphs[i % 3] += " walrus"  # both words, apart
+        services.document_create(
+            actor=alice.actor, namespace=namespace, path=f"b{i}.md", content="\n\n".join(paragraphs)
+        )
+    scope_sql, scope_params = selectors.search_scope(
+        selectors.document_list(actor=alice.actor, filters=selectors.DocumentFilters())
+    )
+    for q in ('"walrus opal"', '"walrus opal" quota', '"walrus opal" -zanzibar', '"walrus opal" OR zanzibar'):
+        rankings = []
+        for share in (1.0, 0.0):
+            result = search.run_search(
+                query=search_query.parse_query(q),
+                scope_sql=scope_sql,
+                scope_params=scope_params,
+                limit=50,
+                offset=0,
+                scope_share=share,
+            )
+            rankings.append((result.total, [(r.document_id, r.coverage, round(r.score, 9)) for r in result.ranked]))
+        assert rankings[0] == rankings[1], q
+        assert rankings[0][0] > 0, q
