@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 
 WORD = re.compile(r"\w+", re.UNICODE)
-TOKEN = re.compile(r'"[^"]*"?|\S+')
+# A quoted phrase (a minus right before it excludes the phrase), or any run of non-space text.
+TOKEN = re.compile(r'-?"[^"]*"?|\S+')
 MAX_CLAUSES = 16
 
 # Very common English words; dropped from relaxed queries so "how do I ..." questions rank by

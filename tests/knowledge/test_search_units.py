@@ -30,6 +30,13 @@ def test_operators_make_the_query_strict():
     assert parsed.excluded[0].alternatives[0].words == ("delta",)
 
 
+def test_a_minus_before_quotes_excludes_the_phrase():
+    parsed = parse_query('walrus -"walrus opal" -"open')
+    assert [c.alternatives[0].words for c in parsed.clauses] == [("walrus",)]
+    assert [c.alternatives[0].words for c in parsed.excluded] == [("walrus", "opal"), ("open",)]
+    assert parse_query('well-"known"').clauses[0].alternatives[0].words == ("well", "known")
+
+
 def test_stray_operators_become_text():
     assert parse_query("OR").clauses[0].alternatives[0].words == ("or",)
     assert parse_query("-only").clauses[0].alternatives[0].words == ("only",)

@@ -94,6 +94,13 @@ def test_exclusion_excludes(http, bob, corpus):
     assert paths(search(http, bob, q="certificate -renewal")) == ["incident/2026-01.md"]
 
 
+def test_excluding_a_phrase_keeps_the_words_apart(http, bob, corpus):
+    assert {"guides/deploy.md", "guides/scattered.md"} <= set(paths(search(http, bob, q="deployment", limit=50)))
+    found = paths(search(http, bob, q='deployment -"blue green"', limit=50))
+    assert "guides/scattered.md" in found  # blue and green, but not side by side
+    assert "guides/deploy.md" not in found
+
+
 def test_or_and_prefix(http, bob, corpus):
     assert set(paths(search(http, bob, q="outage OR renewal"))) == {"incident/2026-01.md", "incident/2026-02.md"}
     assert "notes/postgres-tuning.md" in paths(search(http, bob, q="postg*"))
