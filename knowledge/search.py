@@ -680,6 +680,10 @@ def _bm25_sql() -> str:
     )
 
 
+# A term's frequency in a document: title words count TITLE_WEIGHT times.
+_TF = f"(body_tf + {TITLE_WEIGHT} * title_tf)::float"
+
+
 def _term_rows(condition: str, *, one_lexeme: bool = False) -> str:
     """Term rows matching `condition`, with their global document frequency.
 
@@ -688,7 +692,7 @@ def _term_rows(condition: str, *, one_lexeme: bool = False) -> str:
     """
     df = "COUNT(*) OVER ()" if one_lexeme else "COUNT(*) OVER (PARTITION BY lexeme)"
     return (
-        f"SELECT document_id, lexeme, (body_tf + {TITLE_WEIGHT} * title_tf)::float AS tf, doc_length, "
+        f"SELECT document_id, lexeme, {_TF} AS tf, doc_length, "
         f"{df}::float AS df FROM knowledge_searchterm WHERE {condition}"
     )
 
@@ -734,7 +738,7 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]], broad: bool) -> tup
         # anyway: run it first and read term rows for its documents alone, each lexeme's document
         # frequency counted from the index (admin, "zenlo archive": 24 ms -> 17 ms).
         rows = (
-            f"SELECT s.document_id, (s.body_tf + {TITLE_WEIGHT} * s.title_tf)::float AS tf, s.doc_length, d.df "
+            f"SELECT s.document_id, {_TF} AS tf, s.doc_length, d.df "
             "FROM knowledge_searchterm s JOIN (SELECT lexeme, COUNT(*)::float AS df FROM knowledge_searchterm "
             "WHERE lexeme = ANY(%s) GROUP BY lexeme) d ON d.lexeme = s.lexeme "
             "WHERE s.lexeme = ANY(%s) AND s.document_id IN (SELECT c.document_id FROM knowledge_searchchunk c "
@@ -778,7 +782,7 @@ def _pg_clause_select(
 
 
 def pg_run_search(
-    *, query: ParsedQuery, scope_sql: str, scope_params: list[Any], limit: int, offset: int, broad: bool = True
+    *, query: ParsedQuery, scope_sql: str, scope_params: list[Any], limit: int, offset: int, broad: bool
 ) -> SearchResult:
     """BM25 over every in-scope match via index-only scans of the term table."""
     words = sorted(

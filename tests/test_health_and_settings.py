@@ -12,6 +12,7 @@ from django.conf import settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parent.parent
+PRODUCTION_TEST_KEY = "f3Kq9-pZ!r8wL2@tX6vB#nM4yC7&hJ1sD5gA0eU^oI-TzQ-production-test-key"
 
 
 def test_health_is_public_and_reports_version_and_database(http):
@@ -62,7 +63,7 @@ def _deploy_check(extra_env: dict[str, str]) -> subprocess.CompletedProcess:
 def test_production_settings_pass_check_deploy():
     result = _deploy_check(
         {
-            "SECRET_KEY": "f3Kq9-pZ!r8wL2@tX6vB#nM4yC7&hJ1sD5gA0eU^oI-TzQ-production-test-key",
+            "SECRET_KEY": PRODUCTION_TEST_KEY,
             "ALLOWED_HOSTS": "kb.example.com",
             "DATABASE_URL": os.environ.get("DATABASE_URL", "sqlite:///" + str(ROOT / "var" / "deploy.sqlite3")),
         }
@@ -80,8 +81,7 @@ def test_production_settings_require_a_secret_key():
 def _session_page_cost(extra_env: dict[str, str]) -> str:
     """random_page_cost of a session that the production settings open."""
     env = {k: v for k, v in os.environ.items() if k != "PG_RANDOM_PAGE_COST"}
-    secret = "f3Kq9-pZ!r8wL2@tX6vB#nM4yC7&hJ1sD5gA0eU^oI-TzQ-production-test-key"
-    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": secret, **extra_env})
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": PRODUCTION_TEST_KEY, **extra_env})
     env["ALLOWED_HOSTS"] = "kb.example.com"
     code = (
         "import django; django.setup(); from django.db import connection; "
