@@ -632,14 +632,6 @@ PHRASE_FIRST_SHARE = 0.5
 # one document, a phrase then reads that document's chunks instead of intersecting the GIN posting
 # lists of its words for every candidate (0.5 ms each for common words).
 ONE_DOCUMENT_PHRASE = "ts_match_vq(c.search_vector, phraseto_tsquery('english', %s))"
-# BM25's N: PostgreSQL's row estimate for the documents table, which vacuum and analyze keep
-# current, rather than counting every row on each search (0.7 ms at 10,000 documents, ten times
-# that at 100,000). A table never analyzed yet is counted.
-DOCUMENT_COUNT = (
-    "SELECT CASE WHEN c.reltuples > 0 THEN c.reltuples::float8 "
-    "ELSE (SELECT COUNT(*)::float8 FROM knowledge_document) END AS docs "
-    "FROM pg_class c WHERE c.oid = 'knowledge_document'::regclass"
-)
 LIKE_ESCAPE = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
 
 
@@ -818,7 +810,7 @@ def pg_run_search(
     )
     base = f"""
         WITH scope AS ({scope_sql}),
-        n AS MATERIALIZED ({DOCUMENT_COUNT}),
+        n AS MATERIALIZED (SELECT COUNT(*)::float AS docs FROM knowledge_document),
         per_clause AS ({clause_sql}),
         per_doc AS ({per_doc}),
         ranked AS (SELECT * FROM per_doc WHERE coverage >= %s {exclusion})
