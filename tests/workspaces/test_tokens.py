@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from config.exceptions import Invalid
+from workspaces.authentication import LAST_USED_RESOLUTION, token_lookup
 from workspaces.models import ApiToken
 from workspaces.services import membership_remove, membership_set, token_issue, token_revoke, user_ensure
 from workspaces.tokens import token_digest
@@ -52,3 +54,43 @@ def test_a_token_acts_with_its_users_current_role_and_stops_with_the_membership(
     membership_remove(workspace=workspace, user=member.user)
     assert http.as_(member).get("/kb/namespaces").status_code == 403
     assert ApiToken.objects.get(digest=token_digest(member.token)).revoked_at is None
+
+
+def test_a_deactivated_users_token_is_refused(make_member: Any, http: Any) -> None:
+    member = make_member("member")
+    headers = {"Authorization": f"Bearer {member.token}"}
+    assert http.get("/kb/namespaces", headers=headers).status_code == 200
+    member.user.is_active = False
+    member.user.save(update_fields=["is_active"])
+    response = http.get("/kb/namespaces", headers=headers)
+    assert response.status_code == 401 and response.json()["code"] == "authentication_failed"
+
+
+def test_a_tokens_last_use_is_recorded_at_most_once_per_resolution(make_member: Any, http: Any) -> None:
+    member = make_member("member")
+    headers = {"Authorization": f"Bearer {member.token}"}
+    stored = ApiToken.objects.filter(digest=token_digest(member.token))
+    assert stored.get().last_used_at is None
+    assert http.get("/kb/namespaces", headers=headers).status_code == 200
+    first = stored.get().last_used_at
+    assert first is not None
+    assert http.get("/kb/namespaces", headers=headers).status_code == 200
+    assert stored.get().last_used_at == first  # within the resolution: no write per request
+    stored.update(last_used_at=first - LAST_USED_RESOLUTION - timedelta(seconds=1))
+    assert http.get("/kb/namespaces", headers=headers).status_code == 200
+    assert stored.get().last_used_at > first
+
+
+@pytest.mark.django_db
+def test_the_token_lookup_loads_what_requests_use_and_the_rest_on_demand(make_member: Any) -> None:
+    member = make_member("admin")
+    token, stale = token_lookup(member.token)
+    assert stale is True  # never used
+    assert (token.user.pk, token.user.username, token.user.is_active) == (member.user.pk, member.user.username, True)
+    assert (token.workspace.pk, token.workspace.slug) == (member.workspace.pk, member.workspace.slug)
+    assert token.member_role == "admin" and token.user_id == member.user.pk
+    assert token.user.email == member.user.email  # not loaded with the token: read on first access
+    assert token.workspace.created_at == member.workspace.created_at
+    assert token_lookup(member.token + "x") is None
+    token_revoke(token=token)
+    assert token_lookup(member.token) is None
