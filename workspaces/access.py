@@ -8,15 +8,18 @@ Document rules layer visibility, authorship and edit policy on top of that.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Q
 
 from config.exceptions import NotFound, PermissionDenied
 from workspaces.models import (
     PERMISSION_RANK,
     ROLE_RANK,
+    Group,
     Membership,
     Namespace,
     NamespaceACL,
@@ -88,21 +91,37 @@ def _grants_for(actor: Actor, namespace_ids: list[int] | None = None) -> dict[in
     return best
 
 
+@cache
+def _permission_rows_sql() -> str:
+    """Active namespaces of a workspace, each with the caller's direct and group grants (one row
+    per grant, or one with NULL). Every request asks once; written out because building it with
+    the ORM cost more CPU than running it."""
+    q = connection.ops.quote_name
+    namespaces, grants, groups = (q(model._meta.db_table) for model in (Namespace, NamespaceACL, Group))
+    group_members = q(Group.members.through._meta.db_table)
+    return (
+        f"SELECT n.id, n.owner_id, n.others_can, a.permission FROM {namespaces} n "
+        f"LEFT JOIN {grants} a ON a.namespace_id = n.id AND (a.user_id = %s OR a.group_id IN ("
+        f"SELECT gm.group_id FROM {group_members} gm JOIN {groups} g ON g.id = gm.group_id "
+        "WHERE gm.user_id = %s AND g.archived = %s)) "
+        "WHERE n.workspace_id = %s AND n.archived = %s ORDER BY n.slug"
+    )
+
+
 def namespace_permissions(actor: Actor) -> dict[int, str]:
-    """Effective permission on every active namespace of the workspace (two queries, cached)."""
+    """Effective permission on every active namespace of the workspace (one query, cached)."""
     if actor._permissions is None:
-        rows = Namespace.objects.filter(workspace=actor.workspace, archived=False).values_list(
-            "id", "owner_id", "others_can"
-        )
-        if actor.is_admin:
-            actor._permissions = {ns_id: Permission.OWN.value for ns_id, _, _ in rows}
-        else:
-            grants = _grants_for(actor)
-            permissions = {}
-            for ns_id, owner_id, others_can in rows:
-                permission = Permission.OWN.value if owner_id == actor.user_id else others_can
-                permissions[ns_id] = _best(permission, grants.get(ns_id, Permission.NONE))
-            actor._permissions = permissions
+        with connection.cursor() as cursor:
+            cursor.execute(_permission_rows_sql(), [actor.user_id, actor.user_id, False, actor.workspace.pk, False])
+            rows = cursor.fetchall()
+        permissions: dict[int, str] = {}
+        for ns_id, owner_id, others_can, grant in rows:
+            if actor.is_admin:
+                permissions[ns_id] = Permission.OWN.value
+                continue
+            permission = Permission.OWN.value if owner_id == actor.user_id else others_can
+            permissions[ns_id] = _best(_best(permission, grant or Permission.NONE), permissions.get(ns_id, "none"))
+        actor._permissions = permissions
     return actor._permissions
 
 

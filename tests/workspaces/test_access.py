@@ -42,6 +42,27 @@ def test_effective_permission_is_the_highest_path(setup, make_member, workspace)
     assert access.permission_on(make_member().actor, namespace) == "read"  # others_can
 
 
+def test_only_the_callers_live_grants_count(setup, make_member, workspace):
+    """Grants to someone else, to a group the caller left or to an archived group give nothing;
+    several grants on one namespace give the highest."""
+    *_, namespace = setup
+    caller, other = make_member("member", username="caller"), make_member("member", username="other")
+    private = namespace_create(actor=other.actor, slug="private-rules")  # others_can none
+    archived_group = Group.objects.create(workspace=workspace, name="old-team", archived=True)
+    archived_group.members.add(caller.user)
+    left_group = Group.objects.create(workspace=workspace, name="left-team")
+    NamespaceACL.objects.create(namespace=private, group=archived_group, permission="own")
+    NamespaceACL.objects.create(namespace=private, group=left_group, permission="own")
+    NamespaceACL.objects.create(namespace=private, user=make_member().user, permission="own")
+    assert access.namespace_permissions(caller.actor)[private.pk] == "none"
+    assert access.namespace_permissions(caller.actor)[namespace.pk] == "read"
+    live_group = Group.objects.create(workspace=workspace, name="team")
+    live_group.members.add(caller.user)
+    NamespaceACL.objects.create(namespace=private, group=live_group, permission="read")
+    NamespaceACL.objects.create(namespace=private, user=caller.user, permission="write")
+    assert access.namespace_permissions(caller.actor)[private.pk] == "write"
+
+
 def test_archived_namespace_gives_none(setup):
     owner, *_, namespace = setup
     namespace.archived = True
