@@ -35,11 +35,12 @@ def deferred_reference_sync() -> Iterator[None]:
 
 def on_content_write(document_id: UUID, version_id: UUID | None) -> None:
     from graph.tasks import sync_references_task
+    from knowledge.hooks import enqueue
 
     if _reference_sync_deferred.get():
         return
     try:
-        sync_references_task.delay(str(document_id), str(version_id) if version_id else None)
+        enqueue(sync_references_task.s(str(document_id), str(version_id) if version_id else None))
     except Exception:
         logger.exception("graph: could not queue the reference sync of document %s", document_id)
 

@@ -17,7 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from config.exceptions import DomainError, Invalid, NotFound
-from knowledge import structure
+from knowledge import hooks, structure
 from knowledge.content import ContentFacts, content_facts
 from knowledge.exceptions import ArchiveStateConflict, DocumentArchived, PathTaken, VersionConflict
 from knowledge.models import Document, DocumentOutline, DocumentStatus, DocumentVersion, EditPolicy
@@ -70,8 +70,15 @@ def batched_content_hooks() -> Iterator[None]:
             _run_content_hooks(writes)
 
 
-def _run_content_hooks(writes: list[tuple[UUID, UUID]]) -> None:
+def _run_content_hooks(writes: list[tuple[UUID, UUID]], *, one_message: bool = False) -> None:
+    """Run the hooks; with `one_message`, the tasks they queue for one write go out together."""
     if not writes:
+        return
+    if one_message:
+        (document_id, version_id), *_ = writes
+        with hooks.one_message(f"document {document_id}"):
+            for callback in after_content_write:
+                callback(document_id, version_id)
         return
     for callback in after_content_write:
         many = getattr(callback, "many", None)
@@ -88,8 +95,7 @@ def _on_commit_content(document: Document) -> None:
     if batch is not None:
         transaction.on_commit(lambda: batch.append(write))
         return
-    for callback in after_content_write:
-        transaction.on_commit(lambda cb=callback: cb(*write))
+    transaction.on_commit(lambda: _run_content_hooks([write], one_message=True))
 
 
 def _on_commit_path(document: Document) -> None:

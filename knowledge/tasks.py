@@ -178,3 +178,20 @@ def flush_search_pending_task() -> int:
     from knowledge import search
 
     return search.flush_pending_entries()
+
+
+@shared_task(ignore_result=True)
+def fan_out_task(tasks: list[dict[str, Any]]) -> int:
+    """Queue each task of one save's upkeep message on its own (see `hooks.one_message`), so each
+    keeps its own retries; returns how many were queued. Eager, each runs here, and one that
+    fails does not stop the others."""
+    from celery import signature
+
+    queued = 0
+    for task in tasks:
+        try:
+            signature(task).apply_async()
+            queued += 1
+        except Exception:
+            logger.exception("upkeep: could not queue %s", task.get("task"))
+    return queued

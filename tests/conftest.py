@@ -156,11 +156,11 @@ def worker_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def workers(broker_url, tmp_path, worker_env):
-    """start() launches one solo worker process on this test's database; all are killed at the end."""
+def process_env(broker_url, worker_env) -> dict[str, str]:
+    """Environment for another process on this test's PostgreSQL database, queueing to its broker."""
     db = connection.settings_dict
     database_url = f"postgres://{db['USER']}@{quote(db['HOST'], safe='')}/{db['NAME']}"
-    env = {
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.local",
         "CELERY_TASK_ALWAYS_EAGER": "false",
@@ -170,6 +170,12 @@ def workers(broker_url, tmp_path, worker_env):
         "KNOWLEDGE_SECRET_KEYS": ",".join(settings.KNOWLEDGE_SECRET_KEYS),
         **worker_env,
     }
+
+
+@pytest.fixture
+def workers(process_env, tmp_path):
+    """start() launches one solo worker process on this test's database; all are killed at the end."""
+    env = process_env
     started: list[subprocess.Popen] = []
 
     def start() -> subprocess.Popen:

@@ -14,10 +14,11 @@ logger = logging.getLogger(__name__)
 
 
 def on_content_write(document_id: UUID, *_: object) -> None:
+    from knowledge.hooks import enqueue
     from knowledge.tasks import sync_embedding_chunks_task
 
     try:
-        sync_embedding_chunks_task.delay(str(document_id))
+        enqueue(sync_embedding_chunks_task.s(str(document_id)))
     except Exception:
         logger.exception("embeddings: could not queue chunking of document %s", document_id)
 
