@@ -995,6 +995,19 @@ def _git_commit() -> str:
     return commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def cpu_calibration_ms() -> float:
+    """Best of five runs of a fixed pure-Python loop: the machine's single-core speed at the time,
+    so results from different machines (or one machine on a slow day) can be told apart."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for i in range(2_000_000):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1000, 1)
+
+
 def measure(
     scale: Scale,
     state_path: Path,
@@ -1023,6 +1036,7 @@ def measure(
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
+        "cpu_calibration_ms": cpu_calibration_ms(),
         "httpx": metadata.version("httpx"),
         "gunicorn": metadata.version("gunicorn"),
         "server": server,
@@ -1080,7 +1094,8 @@ def report(document: dict[str, Any]) -> str:
         f"{corpus['analyze_seconds']:.1f} s; database {corpus['database_bytes'] / MIB:.0f} MiB.",
         f"- Visible to the list users: admin {visible.get('list_admin')}, 10% user {visible.get('list_reader10')}, "
         f"2% user {visible.get('list_reader2')} documents.",
-        f"- {env['server']}; Python {env['python']}, Django {env['django']}, {env['cpus']} CPUs; "
+        f"- {env['server']}; Python {env['python']}, Django {env['django']}, {env['cpus']} CPUs "
+        f"(a fixed 2-million-step Python loop: {env.get('cpu_calibration_ms', '?')} ms; lower is faster); "
         f"measured in {document['measure_seconds']:.0f} s, 1-minute load average "
         f"{min(loads, default=0):.1f}–{max(loads, default=0):.1f} (clients and server share the machine).",
     ]
