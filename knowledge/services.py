@@ -70,15 +70,15 @@ def batched_content_hooks() -> Iterator[None]:
             _run_content_hooks(writes)
 
 
-def _run_content_hooks(writes: list[tuple[UUID, UUID]], *, one_message: bool = False) -> None:
-    """Run the hooks; with `one_message`, the tasks they queue for one write go out together."""
+def _run_write_hooks(document_id: UUID, version_id: UUID) -> None:
+    """One write's hooks; the tasks they queue go to the broker as one message."""
+    with hooks.one_message(f"document {document_id}"):
+        for callback in after_content_write:
+            callback(document_id, version_id)
+
+
+def _run_content_hooks(writes: list[tuple[UUID, UUID]]) -> None:
     if not writes:
-        return
-    if one_message:
-        (document_id, version_id), *_ = writes
-        with hooks.one_message(f"document {document_id}"):
-            for callback in after_content_write:
-                callback(document_id, version_id)
         return
     for callback in after_content_write:
         many = getattr(callback, "many", None)
@@ -95,7 +95,7 @@ def _on_commit_content(document: Document) -> None:
     if batch is not None:
         transaction.on_commit(lambda: batch.append(write))
         return
-    transaction.on_commit(lambda: _run_content_hooks([write], one_message=True))
+    transaction.on_commit(lambda: _run_write_hooks(*write))
 
 
 def _on_commit_path(document: Document) -> None:
