@@ -91,11 +91,14 @@ def namespace_get(
 # --- documents -----------------------------------------------------------------------------
 
 
+LOADED_WITH_DOCUMENT = ("namespace", "current_version", "created_by", "updated_by")
+
+
 def _document_base(actor: Actor) -> QuerySet[Document]:
     return (
         Document.objects.filter(namespace__workspace=actor.workspace)
         .filter(access.document_read_filter(actor))
-        .select_related("namespace", "current_version", "created_by", "updated_by")
+        .select_related(*LOADED_WITH_DOCUMENT)
     )
 
 
@@ -167,6 +170,23 @@ def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bo
     if ordering is None:
         raise Invalid(f"order must be one of {', '.join(DOCUMENT_ORDERINGS)}.", code="invalid", field="order")
     return queryset.order_by(*ordering)
+
+
+def ranked_page(*, actor: Actor, document_ids: list[Any], include_content: bool = False) -> dict[Any, Document]:
+    """The documents of one page of ranked ids, by id, loaded as `document_list` loads them.
+
+    Only for ids that a query over `search_scope(document_list(...))` returned in this request:
+    the access filter already ran inside that query, so it is not compiled and run a second time
+    here (that cost a search as much CPU as loading the rows). The workspace still bounds it.
+    """
+    queryset = (
+        Document.objects.filter(namespace__workspace=actor.workspace)
+        .select_related(*LOADED_WITH_DOCUMENT)
+        .defer(*LIST_DEFERRED)
+    )
+    if not include_content:
+        queryset = queryset.defer("current_version__content")
+    return queryset.in_bulk(document_ids)
 
 
 def under_folder(queryset: QuerySet[Document], folder: str, *, include_self: bool = False) -> QuerySet[Document]:

@@ -200,7 +200,7 @@ class SearchView(APIView):
                     raise
                 effective, fallback_reason = "text", exc.extra.get("reason") or exc.message
                 ranked = self._text(scope, parsed, limit, offset, share)
-        by_id = documents.in_bulk(ranked.order)
+        by_id = selectors.ranked_page(actor=actor, document_ids=ranked.order, include_content=content_mode == "full")
         page = [by_id[pk] for pk in ranked.order if pk in by_id]
         chunks: dict[Any, SearchChunk] = {}
         if content_mode == "snippet":
