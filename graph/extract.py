@@ -44,6 +44,9 @@ _MD = _parser()
 # Never descended into: code and raw HTML hold no links (nor does an image's alt text).
 OPAQUE = frozenset({"code_inline", "fence", "code_block", "html_block", "html_inline"})
 LINKS = {"link": "link", "autolink": "autolink", "image": "image"}
+# Inline spans inside a block already checked by `_block_may_link`: always walked, because
+# markdown-it.rs can map them to the wrong bytes (`*[a](b.md)**` after a definition: `em` at 20..31).
+INLINE_SPANS = frozenset({"em", "strong", "strikethrough"})
 LABEL_SPACE = re.compile(r"\s+")
 
 
@@ -141,7 +144,7 @@ def extract_links(markdown: str) -> list[LinkRef]:
             href = node.meta.get("destination", "")
             if href and label not in definitions:
                 definitions[label] = LinkRef(href, "definition", lines.of(node))
-        elif name not in OPAQUE and node.children and _block_may_link(node, source):
+        elif name not in OPAQUE and node.children and (name in INLINE_SPANS or _block_may_link(node, source)):
             stack.append((iter(node.children), in_link))
     refs.extend(definitions.values())
     return refs
