@@ -91,15 +91,19 @@ def namespace_get(
 # --- documents -----------------------------------------------------------------------------
 
 
-LOADED_WITH_DOCUMENT = ("namespace", "current_version", "created_by", "updated_by")
+def _workspace_documents(actor: Actor) -> QuerySet[Document]:
+    return Document.objects.filter(namespace__workspace=actor.workspace).select_related(
+        "namespace", "current_version", "created_by", "updated_by"
+    )
 
 
 def _document_base(actor: Actor) -> QuerySet[Document]:
-    return (
-        Document.objects.filter(namespace__workspace=actor.workspace)
-        .filter(access.document_read_filter(actor))
-        .select_related(*LOADED_WITH_DOCUMENT)
-    )
+    return _workspace_documents(actor).filter(access.document_read_filter(actor))
+
+
+def _as_listed(queryset: QuerySet[Document], include_content: bool) -> QuerySet[Document]:
+    queryset = queryset.defer(*LIST_DEFERRED)
+    return queryset if include_content else queryset.defer("current_version__content")
 
 
 Scope = tuple[str, list[Any]]  # SQL selecting (id, current_version_id) of documents, and its parameters
@@ -144,9 +148,7 @@ def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bo
     """Readable documents matching the filters, ordered; drafts of others hidden unless asked."""
     if filters.archive_filter not in ARCHIVE_FILTERS:
         raise Invalid("archive_filter must be active, archived or all.", code="invalid", field="archive_filter")
-    queryset = _document_base(actor).defer(*LIST_DEFERRED)
-    if not include_content:
-        queryset = queryset.defer("current_version__content")
+    queryset = _as_listed(_document_base(actor), include_content)
     if filters.namespace:
         namespace, _ = namespace_get(actor=actor, slug=filters.namespace)
         queryset = queryset.filter(namespace=namespace)
@@ -179,14 +181,7 @@ def ranked_page(*, actor: Actor, document_ids: list[Any], include_content: bool 
     the access filter already ran inside that query, so it is not compiled and run a second time
     here (that cost a search as much CPU as loading the rows). The workspace still bounds it.
     """
-    queryset = (
-        Document.objects.filter(namespace__workspace=actor.workspace)
-        .select_related(*LOADED_WITH_DOCUMENT)
-        .defer(*LIST_DEFERRED)
-    )
-    if not include_content:
-        queryset = queryset.defer("current_version__content")
-    return queryset.in_bulk(document_ids)
+    return _as_listed(_workspace_documents(actor), include_content).in_bulk(document_ids)
 
 
 def under_folder(queryset: QuerySet[Document], folder: str, *, include_self: bool = False) -> QuerySet[Document]:

@@ -79,23 +79,11 @@ def _best(a: str, b: str) -> str:
     return a if rank(a) >= rank(b) else b
 
 
-def _grants_for(actor: Actor, namespace_ids: list[int] | None = None) -> dict[int, str]:
-    grants = NamespaceACL.objects.filter(namespace__workspace=actor.workspace).filter(
-        Q(user_id=actor.user_id) | Q(group__members__id=actor.user_id, group__archived=False)
-    )
-    if namespace_ids is not None:
-        grants = grants.filter(namespace_id__in=namespace_ids)
-    best: dict[int, str] = {}
-    for namespace_id, permission in grants.values_list("namespace_id", "permission"):
-        best[namespace_id] = _best(best.get(namespace_id, Permission.NONE), permission)
-    return best
-
-
 @cache
-def _permission_rows_sql() -> str:
-    """Active namespaces of a workspace, each with the caller's direct and group grants (one row
-    per grant, or one with NULL). Every request asks once; written out because building it with
-    the ORM cost more CPU than running it."""
+def _permission_rows_sql(one_namespace: bool) -> str:
+    """Namespaces with the caller's direct and group grants (one row per grant, or one with NULL):
+    the workspace's active ones, or one namespace by id. Every request asks once; written out
+    because building it with the ORM cost more CPU than running it."""
     q = connection.ops.quote_name
     namespaces, grants, groups = (q(model._meta.db_table) for model in (Namespace, NamespaceACL, Group))
     group_members = q(Group.members.through._meta.db_table)
@@ -104,23 +92,32 @@ def _permission_rows_sql() -> str:
         f"LEFT JOIN {grants} a ON a.namespace_id = n.id AND (a.user_id = %s OR a.group_id IN ("
         f"SELECT gm.group_id FROM {group_members} gm JOIN {groups} g ON g.id = gm.group_id "
         "WHERE gm.user_id = %s AND g.archived = %s)) "
-        "WHERE n.workspace_id = %s AND n.archived = %s ORDER BY n.slug"
+        + ("WHERE n.id = %s" if one_namespace else "WHERE n.workspace_id = %s AND n.archived = %s ORDER BY n.slug")
     )
+
+
+def _effective_permissions(actor: Actor, *, namespace_id: int | None = None) -> dict[int, str]:
+    """The highest of `others_can`, ownership and grants per namespace (the admin rule aside):
+    the workspace's active namespaces, or the one given."""
+    one = namespace_id is not None
+    params = [actor.user_id, actor.user_id, False, *([namespace_id] if one else [actor.workspace.pk, False])]
+    with connection.cursor() as cursor:
+        cursor.execute(_permission_rows_sql(one), params)
+        rows = cursor.fetchall()
+    permissions: dict[int, str] = {}
+    for ns_id, owner_id, others_can, grant in rows:
+        permission = Permission.OWN.value if owner_id == actor.user_id else others_can
+        best = _best(permission, grant or Permission.NONE.value)
+        permissions[ns_id] = _best(best, permissions.get(ns_id, Permission.NONE.value))
+    return permissions
 
 
 def namespace_permissions(actor: Actor) -> dict[int, str]:
     """Effective permission on every active namespace of the workspace (one query, cached)."""
     if actor._permissions is None:
-        with connection.cursor() as cursor:
-            cursor.execute(_permission_rows_sql(), [actor.user_id, actor.user_id, False, actor.workspace.pk, False])
-            rows = cursor.fetchall()
-        permissions: dict[int, str] = {}
-        for ns_id, owner_id, others_can, grant in rows:
-            if actor.is_admin:
-                permissions[ns_id] = Permission.OWN.value
-                continue
-            permission = Permission.OWN.value if owner_id == actor.user_id else others_can
-            permissions[ns_id] = _best(_best(permission, grant or Permission.NONE), permissions.get(ns_id, "none"))
+        permissions = _effective_permissions(actor)
+        if actor.is_admin:
+            permissions = dict.fromkeys(permissions, Permission.OWN.value)
         actor._permissions = permissions
     return actor._permissions
 
@@ -134,9 +131,7 @@ def permission_on(actor: Actor, namespace: Namespace, *, ignore_archive: bool = 
             return Permission.NONE.value
         if actor.is_admin:
             return Permission.OWN.value
-        grant = _grants_for(actor, [namespace.pk]).get(namespace.pk, Permission.NONE)
-        own = Permission.OWN.value if namespace.owner_id == actor.user_id else namespace.others_can
-        return _best(own, grant)
+        return _effective_permissions(actor, namespace_id=namespace.pk).get(namespace.pk, Permission.NONE.value)
     return namespace_permissions(actor).get(namespace.pk, Permission.NONE.value)
 
 
