@@ -4,7 +4,7 @@
 
 - `build`: load the corpus into a freshly migrated database through the service layer
   (in-process; Django settings from the environment) and write a state file for `measure`;
-- `measure`: drive the running server with httpx clients (1 and 4 threads) and write the raw
+- `measure`: drive the running server with `http.client` clients (1 and 4 threads) and write the raw
   numbers to `var/bench/core-<backend>.json`;
 - `report`: print one markdown table per JSON file;
 - `free-port`: print a free loopback TCP port.
@@ -666,7 +666,7 @@ def _escape(text: str) -> bytes:
 
 
 class Bench:
-    """Runs operations against one server with 1 and 4 concurrent httpx clients."""
+    """Runs operations against one server with 1 and 4 concurrent clients (`bench.load_client`)."""
 
     def __init__(self, base_url: str, state: dict[str, Any], scale: Scale, broker_url: str | None = None) -> None:
         self.base_url = base_url
@@ -854,7 +854,9 @@ class Bench:
 
     def run_phase(self, op: Operation, clients: int, n: int) -> PhaseResult:
         """n requests split over `clients` threads, each with its own keep-alive connection."""
-        import httpx
+        from http.client import HTTPException
+
+        from bench.load_client import LoadClient
 
         counts = [n // clients + (1 if c < n % clients else 0) for c in range(clients)]
         latencies: list[list[float]] = [[] for _ in range(clients)]
@@ -862,13 +864,13 @@ class Bench:
         starts, ends = [0.0] * clients, [0.0] * clients
         barrier = threading.Barrier(clients)
 
-        def send(client: httpx.Client, index: int, record: bool) -> None:
+        def send(client: LoadClient, index: int, record: bool) -> None:
             call = op.call(index)
             headers = {"Authorization": f"Bearer {call.token}", "Content-Type": "application/json"}
             t0 = time.perf_counter()
             try:
-                response = client.request(call.method, call.url, content=call.body, headers=headers)
-            except httpx.HTTPError as exc:
+                response = client.request(call.method, call.url, call.body, headers)
+            except (OSError, HTTPException) as exc:
                 errors.append(f"{call.method} {call.url}: {exc!r}")
                 return
             elapsed_ms = (time.perf_counter() - t0) * 1000
@@ -884,7 +886,7 @@ class Bench:
 
         def worker(index: int) -> None:
             try:
-                with httpx.Client(base_url=self.base_url, timeout=300) as client:
+                with LoadClient(self.base_url) as client:
                     for _ in range(op.warmup):
                         send(client, index, record=False)
                     barrier.wait(timeout=600)
@@ -1037,7 +1039,7 @@ def measure(
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "cpu_calibration_ms": cpu_calibration_ms(),
-        "httpx": metadata.version("httpx"),
+        "load_client": "http.client, one thread and connection per client",
         "gunicorn": metadata.version("gunicorn"),
         "server": server,
         "base_url": base_url,

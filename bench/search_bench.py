@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import re
 import statistics
@@ -21,8 +20,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
-import httpx
+from bench.load_client import LoadClient, Response
 
 ROOT = Path(__file__).resolve().parent.parent
 # Requests per measurement (split among the clients): about 100, so a p95 is the sixth slowest
@@ -114,22 +114,24 @@ def _neighbouring_pair(word: str, vocabulary: set[str]) -> str:
 
 def measure(url: str, token: str, query: str, clients: int, snippets: bool) -> dict[str, Any]:
     params = {"q": query, "limit": 20, "content_mode": "snippet" if snippets else "none"}
+    path = f"/kb/search?{urlencode(params)}"
+    headers = {"Authorization": f"Bearer {token}"}
     latencies: list[float] = []
     lock = threading.Lock()
-    total = 0
+    last: list[Response] = []
 
     def worker() -> None:
-        nonlocal total
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
-            client.get("/kb/search", params=params)  # warm the connection
+        with LoadClient(url, timeout=60) as client:
+            client.request("GET", path, headers=headers)  # warm the server's caches
             for _ in range(ITERATIONS // clients + 2):
                 started = time.perf_counter()
-                response = client.get("/kb/search", params=params)
+                response = client.request("GET", path, headers=headers)
                 elapsed = (time.perf_counter() - started) * 1000
-                response.raise_for_status()
+                if response.status_code != 200:
+                    raise RuntimeError(f"{path}: {response.status_code} {response.text[:300]}")
                 with lock:
                     latencies.append(elapsed)
-                    total = response.json()["total"]
+                    last[:] = [response]
 
     threads = [threading.Thread(target=worker) for _ in range(clients)]
     started = time.perf_counter()
@@ -138,10 +140,12 @@ def measure(url: str, token: str, query: str, clients: int, snippets: bool) -> d
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - started
+    if len(latencies) < clients * (ITERATIONS // clients + 2):
+        raise RuntimeError(f"{path}: a client stopped early (see its traceback above)")
     latencies.sort()
     return {
         "n": len(latencies),
-        "total": total,
+        "total": last[0].json()["total"],
         "p50": statistics.median(latencies),
         "p95": latencies[int(len(latencies) * 0.95) - 1],
         "rps": len(latencies) / wall,
@@ -195,7 +199,6 @@ def raw_sql_ms(username: str, query: str) -> float:
 
 
 def main() -> None:
-    logging.getLogger("httpx").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
     parser.add_argument("--state", help="state file written by `knowledge_bench build` (tokens of its users)")
