@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, tzinfo
 from typing import Any
 from urllib.parse import quote
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
@@ -186,6 +188,7 @@ class DocumentSerializer(serializers.Serializer):
         """
         namespace_slug = instance.namespace.slug
         version = instance.current_version
+        zone = self._zone()
         data = {
             "id": str(instance.id),
             "reference_uri": instance.reference_uri,
@@ -202,11 +205,11 @@ class DocumentSerializer(serializers.Serializer):
             "first_line_is_title": self.get_first_line_is_title(instance),
             "metadata": {str(key): value for key, value in instance.metadata.items()},
             "archived": instance.archived,
-            "archived_at": _datetime(instance.archived_at),
+            "archived_at": _datetime(instance.archived_at, zone),
             "created_by": instance.created_by.username if instance.created_by_id else None,
             "updated_by": instance.updated_by.username if instance.updated_by_id else None,
-            "created_at": _datetime(instance.created_at),
-            "updated_at": _datetime(instance.updated_at),
+            "created_at": _datetime(instance.created_at, zone),
+            "updated_at": _datetime(instance.updated_at, zone),
             "current_version": None
             if version is None
             else {
@@ -215,12 +218,19 @@ class DocumentSerializer(serializers.Serializer):
                 "sha256": version.sha256,
                 "byte_length": version.byte_length,
                 "char_length": version.char_length,
-                "created_at": _datetime(version.created_at),
+                "created_at": _datetime(version.created_at, zone),
             },
         }
         if self.context.get("include_content"):
             data["content"] = version.content
         return data
+
+    def _zone(self) -> tzinfo:
+        # Looking the zone up costs more than formatting a date: once per response, not per date.
+        zone = self.context.get("_zone")
+        if zone is None:
+            zone = self.context["_zone"] = timezone.get_current_timezone()
+        return zone
 
     def _reader_url(self, namespace_slug: str, path: str) -> str:
         # The base URL is the same for every document of a response: work it out once.
@@ -230,11 +240,12 @@ class DocumentSerializer(serializers.Serializer):
         return f"{base}/ui/kb/{quote(namespace_slug)}/{quote(path)}"
 
 
-_DATETIME_FIELD = serializers.DateTimeField()
-
-
-def _datetime(value: Any) -> str | None:
-    return None if value is None else _DATETIME_FIELD.to_representation(value)
+def _datetime(value: datetime | None, zone: tzinfo) -> str | None:
+    """ISO 8601 in the given zone, UTC written as Z: what DRF's DateTimeField renders."""
+    if value is None:
+        return None
+    text = value.astimezone(zone).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def page_serializer(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
