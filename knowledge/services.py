@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -165,9 +165,11 @@ def _new_version(
     change_summary: str,
     metadata: dict[str, Any],
     facts: ContentFacts | None = None,
+    version_id: UUID | None = None,
 ) -> DocumentVersion:
     facts = facts or content_facts(content)
     return DocumentVersion.objects.create(
+        id=version_id or uuid4(),
         document=document,
         number=number,
         content=content,
@@ -234,9 +236,13 @@ def document_create(
     if from_content:
         metadata["title_from_content"] = True
     now = timezone.now()
+    version_id = uuid4()
     try:
         with transaction.atomic():
+            # The document points at its first version from the start (the foreign key is checked
+            # at commit): one statement fewer than inserting, then updating.
             document = Document.objects.create(
+                current_version_id=version_id,
                 namespace=namespace,
                 path=path,
                 title=resolved_title,
@@ -258,9 +264,9 @@ def document_create(
                 change_summary=change_summary,
                 metadata=version_metadata or {},
                 facts=facts,
+                version_id=version_id,
             )
             document.current_version = version
-            document.save(update_fields=["current_version"])
             index_document(document, content, new=True)
     except IntegrityError as exc:
         # A concurrent create won the partial unique index on (namespace, path).
