@@ -853,7 +853,7 @@ class Bench:
     # running ------------------------------------------------------------------------------
 
     def run_phase(self, op: Operation, clients: int, n: int) -> PhaseResult:
-        """n requests split over `clients` threads, each with its own keep-alive connection."""
+        """n requests split over `clients` threads, each with its own connection (`LoadClient`)."""
         from http.client import HTTPException
 
         from bench.load_client import LoadClient
