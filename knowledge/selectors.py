@@ -91,14 +91,17 @@ def namespace_get(
 # --- documents -----------------------------------------------------------------------------
 
 
+_DOCUMENT_RELATIONS = ("namespace", "current_version", "created_by", "updated_by")
+
+
 def _workspace_documents(actor: Actor) -> QuerySet[Document]:
-    return Document.objects.filter(namespace__workspace=actor.workspace).select_related(
-        "namespace", "current_version", "created_by", "updated_by"
-    )
+    return Document.objects.filter(namespace__workspace=actor.workspace).select_related(*_DOCUMENT_RELATIONS)
 
 
 def _document_base(actor: Actor) -> QuerySet[Document]:
-    return _workspace_documents(actor).filter(access.document_read_filter(actor))
+    # The read filter names only namespaces of the actor's workspace, so it bounds the workspace
+    # as well: counts and search scopes need no join to the namespace table for it.
+    return Document.objects.filter(access.document_read_filter(actor)).select_related(*_DOCUMENT_RELATIONS)
 
 
 def _as_listed(queryset: QuerySet[Document], include_content: bool) -> QuerySet[Document]:

@@ -174,7 +174,11 @@ def keeps_own(
 
 
 def document_read_filter(actor: Actor, prefix: str = "") -> Q:
-    """Queryset filter for documents the actor may read, evaluated inside the SQL query."""
+    """Queryset filter for documents the actor may read, evaluated inside the SQL query.
+
+    It names only active namespaces of the actor's workspace, so it also keeps every other
+    workspace out (`knowledge.selectors` relies on that).
+    """
     readable = namespace_ids_with(actor, Permission.READ)
     q = Q(**{f"{prefix}namespace_id__in": readable})
     if actor.is_admin:

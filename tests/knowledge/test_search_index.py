@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from knowledge import search, search_query, services
-from knowledge.models import SearchChunk, SearchTerm
+from knowledge.models import Document, SearchChunk, SearchTerm
 from knowledge.search import _TERM_COUNTS, HEADER_ORDINAL, _path_words, chunk_lines, term_length
 from workspaces.services import namespace_create
 
@@ -396,3 +396,27 @@ def test_a_broad_scope_ranks_phrases_exactly_as_a_narrow_one(alice, namespace):
         broad = _ranking(alice.actor, q, scope_share=1.0)
         assert broad == _ranking(alice.actor, q, scope_share=0.0), q
         assert broad[0] > 0, q
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner estimate of the row count")
+def test_an_estimated_document_count_ranks_like_the_exact_one_and_never_goes_negative(alice, namespace, monkeypatch):
+    """Past ESTIMATED_COUNT_FROM documents BM25 takes the planner's row count instead of counting.
+    Right after ANALYZE the estimate is exact, so the ranking is the same; when the table has grown
+    past the estimate, a word in more documents than it still weighs more than nothing."""
+    rng = random.Random(5)
+    for i in range(12):
+        extra = " kernel" * (i % 4)
+        services.document_create(
+            actor=alice.actor, namespace=namespace, path=f"e{i}.md", content="\n\n".join(_paragraphs(rng, 2)) + extra
+        )
+    exact = _ranking(alice.actor, "kernel quota")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_document")
+    monkeypatch.setattr(search, "ESTIMATED_COUNT_FROM", 1)
+    assert _ranking(alice.actor, "kernel quota") == exact
+
+    for i in range(30):  # the table grows past its estimate (12), every new document with the word
+        services.document_create(actor=alice.actor, namespace=namespace, path=f"g{i}.md", content="kernel " * (1 + i))
+    total, ranked = _ranking(alice.actor, "kernel")
+    assert total == 42 and all(score > 0 for _, _, score in ranked)
+    assert ranked[0][0] == str(Document.objects.get(path="g29.md").pk)  # most occurrences first
