@@ -72,7 +72,9 @@ def actor_for(user: AbstractBaseUser, workspace: Workspace, *, role: str | None 
 
 
 def rank(permission: str) -> int:
-    return PERMISSION_RANK[Permission(permission)]
+    # Keyed by the choices themselves, which are strings: no enum is built per call (a request
+    # ranks every namespace's permission a few times).
+    return PERMISSION_RANK[permission]
 
 
 def _best(a: str, b: str) -> str:
