@@ -86,7 +86,12 @@ class Document(models.Model):
 
     @property
     def reference_uri(self) -> str:
-        return f"agor://kb/document/{self.id}"
+        return document_reference_uri(self.id)
+
+
+def document_reference_uri(document_id: Any) -> str:
+    """The stable link to a document, whatever its path: what mentions and agents cite."""
+    return f"agor://kb/document/{document_id}"
 
 
 class VersionQuerySet(models.QuerySet):

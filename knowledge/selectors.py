@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -11,7 +12,7 @@ from django.db.models.functions import Substr
 
 from config.exceptions import Invalid, NotFound
 from knowledge import structure, version_cache
-from knowledge.models import Document, DocumentOutline, DocumentStatus, DocumentVersion
+from knowledge.models import Document, DocumentOutline, DocumentStatus, DocumentVersion, document_reference_uri
 from knowledge.paths import normalise_folder, normalise_path
 from workspaces import access
 from workspaces.access import Actor
@@ -155,6 +156,123 @@ LIST_DEFERRED = (
 )
 
 
+@dataclass(slots=True)
+class ListedNamespace:
+    slug: str
+    display_name: str
+
+
+@dataclass(slots=True)
+class ListedUser:
+    username: str
+
+
+@dataclass(slots=True)
+class ListedVersion:
+    id: UUID
+    number: int
+    sha256: str
+    byte_length: int
+    char_length: int
+    created_at: datetime
+    content: str | None = None  # read only when a page shows content
+
+
+@dataclass(slots=True)
+class ListedDocument:
+    """A document as list and search pages show it: what `DocumentSerializer` reads, nothing else."""
+
+    id: UUID
+    namespace_id: int
+    namespace: ListedNamespace
+    path: str
+    title: str
+    icon: str
+    kind: str
+    visibility: str
+    status: str
+    edit_policy: str
+    metadata: dict[str, Any]
+    archived: bool
+    archived_at: datetime | None
+    created_by_id: int | None
+    created_by: ListedUser | None
+    updated_by_id: int | None
+    updated_by: ListedUser | None
+    created_at: datetime
+    updated_at: datetime
+    current_version: ListedVersion | None
+
+    @property
+    def pk(self) -> UUID:
+        return self.id
+
+    @property
+    def reference_uri(self) -> str:
+        return document_reference_uri(self.id)
+
+
+_LISTED_COLUMNS = (
+    *("id", "namespace_id", "namespace__slug", "namespace__display_name", "path", "title", "icon", "kind"),
+    *("visibility", "status", "edit_policy", "metadata", "archived", "archived_at"),
+    *("created_by_id", "created_by__username", "updated_by_id", "updated_by__username", "created_at", "updated_at"),
+    *("current_version_id", "current_version__number", "current_version__sha256", "current_version__byte_length"),
+    *("current_version__char_length", "current_version__created_at"),
+)
+
+
+def listed(queryset: QuerySet[Document], *, include_content: bool = False) -> list[ListedDocument]:
+    """A document query's rows as page entries, read as plain values.
+
+    Built as models, each row of a page is five instances (the document, its namespace, version
+    and two users): about 3 ms of CPU more for a page of 50 than reading the same columns.
+    """
+    columns = _LISTED_COLUMNS + (("current_version__content",) if include_content else ())
+    return [_listed(row) for row in queryset.values_list(*columns)]
+
+
+def _listed(row: tuple[Any, ...]) -> ListedDocument:
+    (document_id, namespace_id, slug, display_name, path, title, icon, kind, visibility, status, edit_policy) = row[:11]
+    (metadata, archived, archived_at, created_by_id, created_by, updated_by_id, updated_by) = row[11:18]
+    (created_at, updated_at, version_id, number, sha256, byte_length, char_length, version_created_at) = row[18:26]
+    version = None
+    if version_id is not None:
+        content = row[26] if len(row) > 26 else None
+        version = ListedVersion(version_id, number, sha256, byte_length, char_length, version_created_at, content)
+    return ListedDocument(
+        id=document_id,
+        namespace_id=namespace_id,
+        namespace=ListedNamespace(slug, display_name),
+        path=path,
+        title=title,
+        icon=icon,
+        kind=kind,
+        visibility=visibility,
+        status=status,
+        edit_policy=edit_policy,
+        metadata=metadata,
+        archived=archived,
+        archived_at=archived_at,
+        created_by_id=created_by_id,
+        created_by=ListedUser(created_by) if created_by_id is not None else None,
+        updated_by_id=updated_by_id,
+        updated_by=ListedUser(updated_by) if updated_by_id is not None else None,
+        created_at=created_at,
+        updated_at=updated_at,
+        current_version=version,
+    )
+
+
+def listed_page(
+    queryset: QuerySet[Document], *, limit: int, offset: int, include_content: bool = False
+) -> tuple[int, list[ListedDocument]]:
+    """Total plus one page of `listed` rows: two queries, whatever the page size."""
+    total = queryset.count()
+    if offset >= total:
+        return total, []
+    return total, listed(queryset[offset : offset + limit], include_content=include_content)
+
+
 def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bool = False) -> QuerySet[Document]:
     """Readable documents matching the filters, ordered; drafts of others hidden unless asked."""
     if filters.archive_filter not in ARCHIVE_FILTERS:
@@ -185,14 +303,17 @@ def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bo
     return queryset.order_by(*ordering)
 
 
-def ranked_page(*, actor: Actor, document_ids: list[Any], include_content: bool = False) -> dict[Any, Document]:
-    """The documents of one page of ranked ids, by id, loaded as `document_list` loads them.
+def ranked_page(*, actor: Actor, document_ids: list[Any], include_content: bool = False) -> dict[Any, ListedDocument]:
+    """The documents of one page of ranked ids, by id, as `listed` rows.
 
     Only for ids that a query over `search_scope(document_list(...))` returned in this request:
     the access filter already ran inside that query, so it is not compiled and run a second time
     here (that cost a search as much CPU as loading the rows). The workspace still bounds it.
     """
-    return _as_listed(_workspace_documents(actor), include_content).in_bulk(document_ids)
+    if not document_ids:
+        return {}
+    rows = listed(_workspace_documents(actor).filter(pk__in=document_ids), include_content=include_content)
+    return {row.id: row for row in rows}
 
 
 def under_folder(queryset: QuerySet[Document], folder: str, *, include_self: bool = False) -> QuerySet[Document]:

@@ -14,7 +14,7 @@ from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from knowledge.models import Document, DocumentKind, DocumentStatus, DocumentVersion, EditPolicy
-from knowledge.selectors import ARCHIVE_FILTERS, DOCUMENT_ORDERINGS
+from knowledge.selectors import ARCHIVE_FILTERS, DOCUMENT_ORDERINGS, ListedDocument
 from workspaces.models import SLUG_PATTERN, NamespaceKind, OthersCan, Permission, Visibility
 
 MAX_METADATA_BYTES = 64 * 1024
@@ -171,17 +171,17 @@ class DocumentSerializer(serializers.Serializer):
     current_version = VersionSummarySerializer()
     content = serializers.CharField(required=False, help_text="Present when include_content is true.")
 
-    def get_uri(self, document: Document) -> str:
+    def get_uri(self, document: Document | ListedDocument) -> str:
         return f"agor://kb/{document.namespace.slug}/{document.path}"
 
-    def get_url(self, document: Document) -> str:
+    def get_url(self, document: Document | ListedDocument) -> str:
         return reader_url(self.context.get("request"), document.namespace.slug, document.path)
 
-    def get_first_line_is_title(self, document: Document) -> bool:
+    def get_first_line_is_title(self, document: Document | ListedDocument) -> bool:
         return bool(document.metadata.get("title_from_content"))
 
-    def to_representation(self, instance: Document) -> dict[str, Any]:
-        """The declared fields, rendered directly.
+    def to_representation(self, instance: Document | ListedDocument) -> dict[str, Any]:
+        """The declared fields, rendered directly, from a model or a `selectors.listed` row.
 
         DRF's generic path deep-copies and walks 22 field objects per document (about 1 ms, most
         of a search or list response); this builds the same dict (tests compare the two).

@@ -187,7 +187,7 @@ class DocumentViewSet(KnowledgeViewSet):
         query.pop("archived", None)
         filters = selectors.DocumentFilters(**query)
         queryset = selectors.document_list(actor=self.actor, filters=filters, include_content=include_content)
-        total, rows = page(queryset, limit, offset)
+        total, rows = selectors.listed_page(queryset, limit=limit, offset=offset, include_content=include_content)
         context = {"request": request, "include_content": include_content}
         data = s.DocumentSerializer(rows, many=True, context=context).data
         return Response({"total": total, "limit": limit, "offset": offset, "data": data})

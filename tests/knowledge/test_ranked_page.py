@@ -1,5 +1,5 @@
-"""`selectors.ranked_page` loads a ranked page's documents by id, as lists load them, and never
-reaches outside the caller's workspace."""
+"""`selectors.ranked_page` loads a ranked page's documents by id, as lists load them (plain
+`listed` rows, content only on request), and never reaches outside the caller's workspace."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_a_ranked_page_loads_its_documents_within_the_workspace(make_member, oth
         1,
         member.user.username,
     )
-    assert "content" in document.current_version.get_deferred_fields()
+    assert isinstance(document, selectors.ListedDocument) and document.current_version.content is None
     full = selectors.ranked_page(actor=member.actor, document_ids=[mine.pk], include_content=True)[mine.pk]
-    assert "content" not in full.current_version.get_deferred_fields()
     assert full.current_version.content == "# A\n\nBody.\n"
+    assert selectors.ranked_page(actor=member.actor, document_ids=[]) == {}

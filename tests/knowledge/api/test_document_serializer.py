@@ -76,3 +76,24 @@ def test_public_url_and_timestamps_follow_settings(documents):
     assert data["url"].startswith("https://kb.example.org/ui/kb/eng/")
     stamp = dt.datetime.fromisoformat(data["created_at"])
     assert stamp == document.created_at
+
+
+@pytest.mark.parametrize("include_content", [False, True])
+def test_listed_rows_render_exactly_like_models(documents, bob, include_content):
+    """List and search pages read plain values (`selectors.listed`), not models: same output,
+    including a missing author, another editor, an archived draft with metadata, and content."""
+    from knowledge import selectors
+
+    Document.objects.filter(pk=documents[0].pk).update(updated_by=bob.user)
+    request = RequestFactory().get("/kb/documents", HTTP_HOST="testserver")
+    context = {"request": request, "include_content": include_content}
+    models = Document.objects.filter(pk__in=[d.pk for d in documents]).select_related(
+        "namespace", "current_version", "created_by", "updated_by"
+    )
+    by_id = {document.pk: document for document in models}
+    assert {document["updated_by"] for document in DocumentSerializer(models, many=True).data} == {"alice", "bob", None}
+    rows = selectors.listed(Document.objects.filter(pk__in=by_id), include_content=include_content)
+    assert len(rows) == 3
+    for row in rows:
+        assert isinstance(row, selectors.ListedDocument)
+        assert DocumentSerializer(row, context=context).data == DocumentSerializer(by_id[row.pk], context=context).data
