@@ -6,4 +6,7 @@ class WorkspacesConfig(AppConfig):
     name = "workspaces"
 
     def ready(self) -> None:
+        from config import db_loaders
         from workspaces.api import schema  # noqa: F401 - registers the OpenAPI auth extension
+
+        db_loaders.connect()
