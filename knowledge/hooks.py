@@ -48,12 +48,15 @@ def one_message(what: str) -> Iterator[None]:
         if len(collected) == 1:
             _send(collected[0], what)
         elif collected:
-            _send(fan_out_task.s([dict(task) for task in collected]), what)
+            # Celery would describe the arguments (every task's signature) for monitoring by walking
+            # them in Python: a third of a millisecond per save. The task names say as much.
+            names = ", ".join(task.task.rsplit(".", 1)[-1] for task in collected)
+            _send(fan_out_task.s([dict(task) for task in collected]), what, argsrepr=f"[{names}]")
 
 
-def _send(task: Signature, what: str) -> None:
+def _send(task: Signature, what: str, **options: Any) -> None:
     try:
-        task.apply_async()
+        task.apply_async(**options)
     except Exception:  # best effort, like each hook: the periodic sweeps catch up
         logger.exception("upkeep: could not queue the upkeep of %s", what)
 

@@ -40,7 +40,12 @@ def queued(broker_url: str) -> list[dict[str, Any]]:
     """The messages waiting in the default queue: task name and arguments."""
     messages = [json.loads(raw) for raw in redis.Redis.from_url(broker_url).lrange("celery", 0, -1)]
     return [
-        {"task": m["headers"]["task"], "args": json.loads(base64.b64decode(m["body"]))[0]} for m in reversed(messages)
+        {
+            "task": m["headers"]["task"],
+            "args": json.loads(base64.b64decode(m["body"]))[0],
+            "argsrepr": m["headers"]["argsrepr"],
+        }
+        for m in reversed(messages)
     ]
 
 
@@ -65,6 +70,8 @@ def test_a_save_queues_one_message_that_a_worker_fans_out(http, owner, broker_ur
         "knowledge.tasks.sync_embedding_chunks_task": [str(document.pk)],
         "graph.tasks.sync_references_task": [str(document.pk), version],
     }
+    # monitoring shows the task names, not a walk of every signature
+    assert message["argsrepr"] == "[store_outline_task, sync_embedding_chunks_task, sync_references_task]"
 
     workers()
     wait_for(lambda: DocumentOutline.objects.filter(version_id=version).exists(), "the outline")
