@@ -703,7 +703,14 @@ def _term_rows(condition: str, *, one_lexeme: bool = False) -> str:
     )
 
 
-def _pg_term_select(term: Term, stems: dict[str, list[str]], broad: bool) -> tuple[str, list[Any]] | None:
+def _in_scope(scoped: bool) -> str:
+    """The scope filter on a term's rows, unless `pg_run_search` applies it once, later."""
+    return "WHERE t.document_id IN (SELECT id FROM scope)" if scoped else ""
+
+
+def _pg_term_select(
+    term: Term, stems: dict[str, list[str]], broad: bool, scoped: bool = True
+) -> tuple[str, list[Any]] | None:
     """SELECT document_id, score for one term (word, prefix or phrase); None if it cannot match.
 
     `broad`: the scope holds most of the workspace, so a phrase is matched through the GIN index
@@ -715,14 +722,14 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]], broad: bool) -> tup
             return None
         return (
             f"SELECT t.document_id, SUM({_bm25_sql()}) AS score FROM ({_term_rows('lexeme LIKE %s')}) t "
-            f"WHERE t.document_id IN (SELECT id FROM scope) GROUP BY t.document_id",
+            f"{_in_scope(scoped)} GROUP BY t.document_id",
             [prefix + "%"],
         )
     if term.is_phrase and term.token and len(stems.get(term.token, [])) == 1:
         whole = stems[term.token][0]
         if whole not in {lex for word in term.words for lex in stems.get(word, [])}:
-            phrase = _pg_term_select(Term(term.words), stems, broad)
-            single = _pg_term_select(Term((term.token,)), stems, broad)
+            phrase = _pg_term_select(Term(term.words), stems, broad, scoped)
+            single = _pg_term_select(Term((term.token,)), stems, broad, scoped)
             parts = [part for part in (phrase, single) if part]
             return (
                 "SELECT document_id, MAX(score) AS score FROM ("
@@ -735,7 +742,7 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]], broad: bool) -> tup
         return None
     rows = _term_rows("lexeme = ANY(%s)", one_lexeme=len(lexemes) == 1)
     scored = f"SUM({_bm25_sql()}) AS score FROM ({rows}) t"
-    in_scope = "WHERE t.document_id IN (SELECT id FROM scope)"
+    in_scope = _in_scope(scoped)
     grouped = f"{in_scope} GROUP BY t.document_id"
     # A phrase whose other words are stop words ("naxmorkem before") is that one word.
     if not term.is_phrase or (len(lexemes) == 1 and sum(bool(stems.get(word)) for word in term.words) == 1):
@@ -776,9 +783,9 @@ def _pg_term_select(term: Term, stems: dict[str, list[str]], broad: bool) -> tup
 
 
 def _pg_clause_select(
-    clause: Clause, index: int, stems: dict[str, list[str]], broad: bool
+    clause: Clause, index: int, stems: dict[str, list[str]], broad: bool, scoped: bool = True
 ) -> tuple[str, list[Any]] | None:
-    parts = [part for part in (_pg_term_select(term, stems, broad) for term in clause.alternatives) if part]
+    parts = [part for part in (_pg_term_select(term, stems, broad, scoped) for term in clause.alternatives) if part]
     if not parts:
         return None
     if len(parts) == 1:  # a term's select already has one row per document
@@ -800,10 +807,15 @@ def pg_run_search(
         {w for c in query.clauses + query.excluded for t in c.alternatives for w in (*t.words, t.token) if w}
     )
     stems = dict(zip(words, _lexemes(words), strict=True))
+    # A broad scope is applied once, to the documents the clauses add up to, when there is adding
+    # up to do (several clauses, or a prefix's many words): filtering every term row first cost
+    # more (admin, two mid-frequency words: 6.0 -> 4.1 ms; a prefix: 18.8 -> 17.3 ms). A narrow
+    # scope filters term rows first, which cuts them down before anything is added up.
+    late_scope = broad and (len(query.clauses) >= 2 or any(t.prefix for c in query.clauses for t in c.alternatives))
     selects: list[tuple[str, list[Any]]] = []
     matchable: list[Clause] = []
     for index, clause in enumerate(query.clauses):
-        part = _pg_clause_select(clause, index, stems, broad)
+        part = _pg_clause_select(clause, index, stems, broad, not late_scope)
         if part:
             selects.append(part)
             matchable.append(clause)
@@ -827,12 +839,13 @@ def pg_run_search(
         if len(selects) == 1
         else "SELECT document_id, COUNT(*) AS coverage, SUM(score) AS score FROM per_clause GROUP BY document_id"
     )
+    in_scope = "AND document_id IN (SELECT id FROM scope)" if late_scope else ""
     base = f"""
         WITH scope AS ({scope_sql}),
         n AS MATERIALIZED ({_document_count_sql()}),
         per_clause AS ({clause_sql}),
         per_doc AS ({per_doc}),
-        ranked AS (SELECT * FROM per_doc WHERE coverage >= %s {exclusion})
+        ranked AS (SELECT * FROM per_doc WHERE coverage >= %s {in_scope} {exclusion})
     """
     params = [*scope_params, *clause_params, required, *exclusion_params]
     # The page comes from the first `offset + limit` rows in rank order, which a top-N sort finds

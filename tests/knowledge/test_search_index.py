@@ -380,7 +380,7 @@ def test_stems_are_looked_up_once(alice, namespace, monkeypatch):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL plans phrases by the scope's share")
 def test_a_broad_scope_ranks_phrases_exactly_as_a_narrow_one(alice, namespace):
     """Taking the GIN pass first (a scope of most of the workspace) changes how the phrase's
-    documents are found, not which ones or their scores."""
+    documents are found, not which ones or their scores; nor does filtering by the scope later."""
     rng = random.Random(11)
     for i in range(20):
         paragraphs = _paragraphs(rng, 3)
@@ -389,13 +389,24 @@ def test_a_broad_scope_ranks_phrases_exactly_as_a_narrow_one(alice, namespace):
         else:
             paragraphs[0] += " opal"
             paragraphs[i % 3] += " walrus"  # both words, apart
-        services.document_create(
+        document = services.document_create(
             actor=alice.actor, namespace=namespace, path=f"b{i}.md", content="\n\n".join(paragraphs)
         )
-    for q in ('"walrus opal"', '"walrus opal" quota', '"walrus opal" -zanzibar', '"walrus opal" OR zanzibar'):
+    archived = str(document.pk)  # matches every query below, but is outside the (active) scope
+    services.document_set_archived(actor=alice.actor, document_id=document.pk, archived=True)
+    # Several clauses or a prefix: a broad scope also filters once, after adding up, not per term row.
+    for q in (
+        '"walrus opal"',
+        '"walrus opal" quota',
+        '"walrus opal" -zanzibar',
+        '"walrus opal" OR zanzibar',
+        "walrus opal",
+        "walr* kernel",
+        "how does walrus relate to quota?",
+    ):
         broad = _ranking(alice.actor, q, scope_share=1.0)
         assert broad == _ranking(alice.actor, q, scope_share=0.0), q
-        assert broad[0] > 0, q
+        assert broad[0] > 0 and archived not in {document_id for document_id, _, _ in broad[1]}, q
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner estimate of the row count")
