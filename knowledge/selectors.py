@@ -263,16 +263,6 @@ def _listed(row: tuple[Any, ...]) -> ListedDocument:
     )
 
 
-def listed_page(
-    queryset: QuerySet[Document], *, limit: int, offset: int, include_content: bool = False
-) -> tuple[int, list[ListedDocument]]:
-    """Total plus one page of `listed` rows: two queries, whatever the page size."""
-    total = queryset.count()
-    if offset >= total:
-        return total, []
-    return total, listed(queryset[offset : offset + limit], include_content=include_content)
-
-
 def document_list(*, actor: Actor, filters: DocumentFilters, include_content: bool = False) -> QuerySet[Document]:
     """Readable documents matching the filters, ordered; drafts of others hidden unless asked."""
     if filters.archive_filter not in ARCHIVE_FILTERS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -41,10 +43,10 @@ def parse(serializer_class: type[s.serializers.Serializer], data: Any) -> dict[s
     return dict(serializer.validated_data)
 
 
-def page(queryset: Any, limit: int, offset: int) -> tuple[int, list[Any]]:
-    """Total plus one page: two queries, whatever the page size."""
+def page(queryset: Any, limit: int, offset: int, load: Callable[[Any], list[Any]] = list) -> tuple[int, list[Any]]:
+    """Total plus one page, read by `load`: two queries, whatever the page size."""
     total = queryset.count()
-    return total, list(queryset[offset : offset + limit]) if offset < total else []
+    return total, load(queryset[offset : offset + limit]) if offset < total else []
 
 
 class KnowledgeViewSet(viewsets.ViewSet):
@@ -187,7 +189,7 @@ class DocumentViewSet(KnowledgeViewSet):
         query.pop("archived", None)
         filters = selectors.DocumentFilters(**query)
         queryset = selectors.document_list(actor=self.actor, filters=filters, include_content=include_content)
-        total, rows = selectors.listed_page(queryset, limit=limit, offset=offset, include_content=include_content)
+        total, rows = page(queryset, limit, offset, partial(selectors.listed, include_content=include_content))
         context = {"request": request, "include_content": include_content}
         data = s.DocumentSerializer(rows, many=True, context=context).data
         return Response({"total": total, "limit": limit, "offset": offset, "data": data})
