@@ -107,6 +107,23 @@ def test_or_and_prefix(http, bob, corpus):
     assert paths(search(http, bob, q="postg")) == []  # no prefix without the star
 
 
+def test_a_prefix_counts_its_words_as_one_term(http, alice, bob, corpus):
+    """A page that keeps using a common completion outranks one that mentions a rare completion
+    once: which word completes the prefix does not weigh on its own."""
+    eng = corpus["guides/deploy.md"].namespace
+    for i in range(6):
+        document_create(
+            actor=alice.actor, namespace=eng, path=f"zorb/common-{i}.md", content=f"# Note {i}\n\nzorblax once.\n"
+        )
+    document_create(
+        actor=alice.actor, namespace=eng, path="zorb/often.md", content="# Often\n\nzorblax zorblax zorblax zorblax.\n"
+    )
+    document_create(actor=alice.actor, namespace=eng, path="zorb/rare.md", content="# Rare\n\nzorbquist and more.\n")
+    found = paths(search(http, bob, q="zorb*", limit=50))
+    assert found[0] == "zorb/often.md"
+    assert set(found) == {"zorb/often.md", "zorb/rare.md", *(f"zorb/common-{i}.md" for i in range(6))}
+
+
 def test_stemming_matches_word_forms(http, bob, corpus):
     assert "notes/running.md" in paths(search(http, bob, q="run"))
     assert "guides/password-reset.md" in paths(search(http, bob, q="forgetting passwords"))
