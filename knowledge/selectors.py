@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any, TypeVar
 from uuid import UUID
 
+from django.db import connection
 from django.db.models import Model, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Substr
 
+from config.db_prepared import prepared_cursor
 from config.exceptions import Invalid, NotFound
 from knowledge import structure, version_cache
 from knowledge.models import Document, DocumentOutline, DocumentStatus, DocumentVersion, document_reference_uri
@@ -221,14 +226,17 @@ _LISTED_COLUMNS = (
 )
 
 
+def _listed_columns(include_content: bool) -> tuple[str, ...]:
+    return _LISTED_COLUMNS + (("current_version__content",) if include_content else ())
+
+
 def listed(queryset: QuerySet[Document], *, include_content: bool = False) -> list[ListedDocument]:
     """A document query's rows as page entries, read as plain values.
 
     Built as models, each row of a page is five instances (the document, its namespace, version
     and two users): about 3 ms of CPU more for a page of 50 than reading the same columns.
     """
-    columns = _LISTED_COLUMNS + (("current_version__content",) if include_content else ())
-    return [_listed(row) for row in queryset.values_list(*columns)]
+    return [_listed(row) for row in queryset.values_list(*_listed_columns(include_content))]
 
 
 def _listed(row: tuple[Any, ...]) -> ListedDocument:
@@ -302,8 +310,46 @@ def ranked_page(*, actor: Actor, document_ids: list[Any], include_content: bool 
     """
     if not document_ids:
         return {}
-    rows = listed(_workspace_documents(actor).filter(pk__in=document_ids), include_content=include_content)
+    if connection.vendor == "postgresql":
+        rows = _ranked_rows(actor.workspace.pk, document_ids, include_content)
+    else:
+        rows = listed(_workspace_documents(actor).filter(pk__in=document_ids), include_content=include_content)
     return {row.id: row for row in rows}
+
+
+_WORKSPACE_SLOT = -1  # stand-ins that mark where `_ranked_statement`'s two parameters go
+
+
+@cache
+def _ranked_statement(include_content: bool) -> tuple[str, int]:
+    """`listed`'s SELECT of one workspace's documents among an array of ids (PostgreSQL), compiled once.
+
+    Only the parameters change from one search to the next, and compiling the five-table select
+    cost a search more CPU (about 1 ms) than PostgreSQL spends running it. Returns the SQL and
+    the position of the workspace among its two parameters (the other is the id array).
+    """
+    ids = RawSQL("SELECT unnest(%s::uuid[])", ([],))
+    queryset = Document.objects.filter(namespace__workspace_id=_WORKSPACE_SLOT, pk__in=ids)
+    sql, params = queryset.values_list(*_listed_columns(include_content)).query.sql_with_params()
+    if sorted(params, key=lambda param: isinstance(param, list)) != [_WORKSPACE_SLOT, []]:
+        raise AssertionError(f"unexpected parameters for the ranked page: {params!r}")
+    return sql, list(params).index(_WORKSPACE_SLOT)
+
+
+def _ranked_rows(workspace_id: int, document_ids: list[Any], include_content: bool) -> list[ListedDocument]:
+    sql, workspace_at = _ranked_statement(include_content)
+    params: list[Any] = [[UUID(str(pk)) for pk in document_ids]]
+    params.insert(workspace_at, workspace_id)
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    # Django has psycopg hand jsonb over as text, for JSONField to decode.
+    at = _LISTED_COLUMNS.index("metadata")
+    return [_listed((*row[:at], _json(row[at]), *row[at + 1 :])) for row in rows]
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def under_folder(queryset: QuerySet[Document], folder: str, *, include_self: bool = False) -> QuerySet[Document]:

@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import Q
 
+from config.db_prepared import prepared_cursor
 from config.exceptions import NotFound, PermissionDenied
 from workspaces.models import (
     PERMISSION_RANK,
@@ -103,7 +104,7 @@ def _effective_permissions(actor: Actor, *, namespace_id: int | None = None) -> 
     the workspace's active namespaces, or the one given."""
     one = namespace_id is not None
     params = [actor.user_id, actor.user_id, False, *([namespace_id] if one else [actor.workspace.pk, False])]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_permission_rows_sql(one), params)
         rows = cursor.fetchall()
     permissions: dict[int, str] = {}

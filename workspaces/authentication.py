@@ -14,6 +14,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from config.db_prepared import prepared_cursor
 from workspaces.models import ApiToken, Membership, Workspace
 from workspaces.tokens import token_digest
 
@@ -63,7 +64,7 @@ def token_lookup(raw: str) -> tuple[ApiToken, bool] | None:
     user is no longer a member) attached, and whether its last use is older than the resolution."""
     lookup = _lookup()
     stale_before = connection.ops.adapt_datetimefield_value(timezone.now() - LAST_USED_RESOLUTION)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(lookup.sql, [stale_before, token_digest(raw)])
         row = cursor.fetchone()
     if row is None:

@@ -71,12 +71,17 @@ TEMPLATES = [
 # readable document (3.3 ms at 10,000) instead of probing the 30 that hold the word. Empty sends
 # nothing (for poolers that refuse startup options, such as PgBouncer by default).
 PG_RANDOM_PAGE_COST = env.str("PG_RANDOM_PAGE_COST", default="1.1")
+# Keep the lookups every request runs (token, permissions, a search's page) prepared on each
+# connection (config/db_prepared.py). Off for poolers that cannot hold prepared statements.
+PG_PREPARED_LOOKUPS = env.bool("PG_PREPARED_LOOKUPS", default=True)
 
 
 def tune_postgres(database: dict[str, Any]) -> None:
     """Connection reuse, health checks and planner costs for a PostgreSQL database."""
     database.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     database["CONN_HEALTH_CHECKS"] = True
+    if PG_PREPARED_LOOKUPS:
+        database.setdefault("OPTIONS", {})["prepare_threshold"] = 0
     if PG_RANDOM_PAGE_COST:
         options = database.setdefault("OPTIONS", {})
         options["options"] = f"-c random_page_cost={float(PG_RANDOM_PAGE_COST)} {options.get('options', '')}".strip()
