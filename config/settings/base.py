@@ -71,7 +71,7 @@ TEMPLATES = [
 # readable document (3.3 ms at 10,000) instead of probing the 30 that hold the word. Empty sends
 # nothing (for poolers that refuse startup options, such as PgBouncer by default).
 PG_RANDOM_PAGE_COST = env.str("PG_RANDOM_PAGE_COST", default="1.1")
-# Keep the lookups every request runs (token, permissions, a search's page) prepared on each
+# Keep the lookups every request runs (token, permissions, a document by id, a search's page) prepared on each
 # connection (config/db_prepared.py). Off for poolers that cannot hold prepared statements.
 PG_PREPARED_LOOKUPS = env.bool("PG_PREPARED_LOOKUPS", default=True)
 
