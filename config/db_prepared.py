@@ -13,6 +13,9 @@ keeps Django's cursor. Django wraps this cursor as its own, so execute wrappers,
 and query counts see these statements too. `PG_PREPARED_LOOKUPS=false` turns it off, for
 poolers that cannot carry prepared statements across transactions (PgBouncer before 1.21 in
 transaction mode); other databases always get Django's cursor.
+
+A prepared statement outlives a migration that changes the type of a column it returns: such a
+connection fails until CONN_MAX_AGE closes it, so restart web processes after migrating.
 """
 
 from __future__ import annotations
