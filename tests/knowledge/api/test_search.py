@@ -113,15 +113,15 @@ def test_a_prefix_counts_its_words_as_one_term(http, alice, bob, corpus):
     eng = corpus["guides/deploy.md"].namespace
     for i in range(6):
         document_create(
-            actor=alice.actor, namespace=eng, path=f"zorb/common-{i}.md", content=f"# Note {i}\n\nzorblax once.\n"
+            actor=alice.actor, namespace=eng, path=f"pfx/common-{i}.md", content=f"# Note {i}\n\nzorblax once.\n"
         )
     document_create(
-        actor=alice.actor, namespace=eng, path="zorb/often.md", content="# Often\n\nzorblax zorblax zorblax zorblax.\n"
+        actor=alice.actor, namespace=eng, path="pfx/often.md", content="# Often\n\nzorblax zorblax zorblax zorblax.\n"
     )
-    document_create(actor=alice.actor, namespace=eng, path="zorb/rare.md", content="# Rare\n\nzorbquist and more.\n")
+    document_create(actor=alice.actor, namespace=eng, path="pfx/rare.md", content="# Rare\n\nzorbquist and more.\n")
     found = paths(search(http, bob, q="zorb*", limit=50))
-    assert found[0] == "zorb/often.md"
-    assert set(found) == {"zorb/often.md", "zorb/rare.md", *(f"zorb/common-{i}.md" for i in range(6))}
+    assert found[0] == "pfx/often.md"
+    assert set(found) == {"pfx/often.md", "pfx/rare.md", *(f"pfx/common-{i}.md" for i in range(6))}
 
 
 def test_stemming_matches_word_forms(http, bob, corpus):
